@@ -1,0 +1,5 @@
+import sys
+
+from gpucore.cli import main
+
+sys.exit(main())

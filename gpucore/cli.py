@@ -1,0 +1,52 @@
+"""The ``gpucore`` command: one subcommand per module in ``gpucore/commands``.
+
+Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Errors that users can fix (``GpucoreError``) print one line, ``gpucore: error: ...``, and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from gpucore.errors import GpucoreError
+
+#: subcommand -> module under gpucore.commands (imported only when that command runs)
+COMMANDS = {
+    "preprocess": "preprocess",
+    "info": "info",
+    "generate": "generate",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpucore", description="GPU influence-analysis solvers and their oracle.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(f"gpucore.commands.{module_name}")
+        cmd = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(cmd)
+        cmd.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except GpucoreError as exc:
+        print(f"gpucore: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `gpucore info g.gcsr | head`
+        sys.stdout = open(os.devnull, "w")
+        return 141
+    except KeyboardInterrupt:
+        print("gpucore: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

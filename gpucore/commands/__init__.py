@@ -1,0 +1,1 @@
+"""Subcommands of the ``gpucore`` CLI (see ``gpucore.cli.COMMANDS``)."""

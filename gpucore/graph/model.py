@@ -1,0 +1,119 @@
+"""``Graph``: a loaded ``.gcsr`` (read-only, memory-mapped) with the helpers every solver needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from gpucore.errors import GpucoreError
+from gpucore.graph.gcsr import ARRAY_ORDER, content_digest, map_arrays, read_header
+from gpucore.graph.weights import lt_in_weights
+
+
+@dataclass
+class Graph:
+    """A directed graph in both CSR directions with edge probabilities and seed costs.
+
+    Arc identity: the original edge id of an arc is its out-CSR position; ``in_eid`` gives it for
+    every in-arc. ``out_prob[e]`` and ``in_prob[k]`` are p of the same arc when ``in_eid[k] == e``.
+    """
+
+    path: Path
+    n: int
+    m: int
+    directed: bool
+    cost_scale: float
+    sha256: str
+    meta: dict
+    out_indptr: np.ndarray
+    out_dst: np.ndarray
+    out_prob: np.ndarray
+    in_indptr: np.ndarray
+    in_src: np.ndarray
+    in_eid: np.ndarray
+    in_prob: np.ndarray
+    cost: np.ndarray
+    original_id: np.ndarray
+    _device_cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def out_degree(self) -> np.ndarray:
+        return np.diff(self.out_indptr)
+
+    @cached_property
+    def in_degree(self) -> np.ndarray:
+        return np.diff(self.in_indptr)
+
+    @cached_property
+    def lt_in_weights(self) -> np.ndarray:
+        """In-arc weights for LT (in-CSR order), rescaled where a node's in-weights sum above 1."""
+        return lt_in_weights(self.in_indptr, self.in_prob)
+
+    @cached_property
+    def lt_out_weights(self) -> np.ndarray:
+        """The same LT weights indexed by original edge id (out-CSR order)."""
+        w = self.lt_in_weights
+        if w is self.in_prob:
+            return self.out_prob
+        out = np.empty(self.m, dtype=np.float32)
+        out[self.in_eid] = w
+        return out
+
+    def edge_probabilities(self, model: str) -> tuple[np.ndarray, np.ndarray]:
+        """(in-CSR weights, out-CSR weights) for ``model`` ('IC' or 'LT')."""
+        if model == "IC":
+            return self.in_prob, self.out_prob
+        if model == "LT":
+            return self.lt_in_weights, self.lt_out_weights
+        raise GpucoreError(f"unknown diffusion model {model!r}: choose IC or LT")
+
+    def internal_ids(self, original_ids) -> np.ndarray:
+        """Internal ids (0..n-1) of original vertex ids; unknown ids raise GpucoreError."""
+        ids = np.asarray(original_ids, dtype=np.int64).reshape(-1)
+        pos = np.searchsorted(self.original_id, ids)
+        ok = (pos < self.n) & (self.original_id[np.minimum(pos, self.n - 1)] == ids)
+        if not ok.all():
+            raise GpucoreError(f"{self.path}: unknown vertex id {int(ids[~ok][0])}")
+        return pos.astype(np.int64)
+
+    def device_arrays(self, backend, names: tuple[str, ...]) -> dict:
+        """The named arrays on ``backend`` (copied to the GPU once, then cached)."""
+        out = {}
+        for name in names:
+            key = (backend.name, name)
+            if key not in self._device_cache:
+                self._device_cache[key] = backend.asarray(getattr(self, name), what=f"graph array {name}")
+            out[name] = self._device_cache[key]
+        return out
+
+    def verify(self) -> None:
+        """Recompute the content digest; raise GpucoreError if the file's arrays were altered."""
+        got = content_digest(self.path, read_header(self.path))
+        if got != self.sha256:
+            raise GpucoreError(f"{self.path}: content checksum mismatch (file is corrupt)")
+
+
+def load_graph(path, verify: bool = False) -> Graph:
+    """Map a ``.gcsr`` file. Header CRC and sizes are always checked; ``verify`` checks content."""
+    path = Path(path)
+    header = read_header(path)
+    missing = [name for name in ARRAY_ORDER if name not in header["arrays"]]
+    if missing:
+        raise GpucoreError(f"{path}: .gcsr file lacks arrays {missing}")
+    arrays = map_arrays(path, header)
+    graph = Graph(
+        path=path,
+        n=header["n"],
+        m=header["m"],
+        directed=header["directed"],
+        cost_scale=header["cost_scale"],
+        sha256=header["sha256"],
+        meta=header["meta"],
+        **{name: arrays[name] for name in ARRAY_ORDER},
+    )
+    if verify:
+        graph.verify()
+    return graph

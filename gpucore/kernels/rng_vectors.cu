@@ -1,0 +1,22 @@
+// rng_vectors.cu: evaluates the keyed hash on the GPU for the test vectors of gpucore.random.
+#include "gc_random.cuh"
+
+// out[i] = mix(words[i*arity .. i*arity+arity-1]) for arity in 1..5.
+extern "C" __global__ void gc_mix_rows(const gc_u64* words, int arity, int rows, gc_u64* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    const gc_u64* w = words + (gc_i64)i * arity;
+    gc_u64 h = 0ULL;
+    for (int k = 0; k < arity; ++k) h = gc_step(h, w[k]);
+    out[i] = h;
+}
+
+// uniform, bernoulli and index draws of given hashes (to pin the derived functions too).
+extern "C" __global__ void gc_derived(const gc_u64* h, const float* p, const gc_u64* n, int rows, double* u,
+                                      int* coin, gc_i64* idx) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    u[i] = gc_uniform(h[i]);
+    coin[i] = gc_bernoulli(h[i], p[i]) ? 1 : 0;
+    idx[i] = gc_index_below(h[i], n[i]);
+}

@@ -1,0 +1,32 @@
+"""Stream identifiers: the second word of a key says what a random word is *for*.
+
+Two different purposes never share a key prefix, so e.g. the coin of edge 7 of sample j and the
+7th root draw of the same sample are independent. Values are part of the file format of results
+(anyone replaying a run needs them) and mirrored in ``gpucore/kernels/gc_random.cuh``.
+Never renumber an existing stream.
+"""
+
+from enum import IntEnum
+
+
+class Stream(IntEnum):
+    """Purpose of a keyed random word (the ``stream`` word of ``mix(run_seed, stream, ...)``)."""
+
+    #: IC coin of an edge inside sample j: mix(run_seed, COIN, j, original_edge_id)
+    COIN = 1
+    #: root draws of sample j: mix(run_seed, ROOT, j, round, draw_index)
+    ROOT = 2
+    #: LT in-neighbour choice inside sample j: mix(run_seed, LT_CHOICE, j, v, attempt)
+    LT_CHOICE = 3
+    #: per-sample uniform u_j deciding multi-root counts floor(k + u_j): mix(run_seed, ROOT_COUNT, j)
+    ROOT_COUNT = 4
+    #: hash-drawn edge weights at preprocessing: mix(weight_seed, WEIGHT, edge_id[, 1])
+    WEIGHT = 16
+    #: hash-drawn seed costs at preprocessing: mix(cost_seed, COST, vertex)
+    COST = 17
+    #: synthetic graph generators: mix(seed, GENERATOR, kind, counter...)
+    GENERATOR = 18
+    #: oracle Monte-Carlo runs (forward simulations): mix(seed, ORACLE, run, ...)
+    ORACLE = 19
+    #: world realization seeds of an adaptive experiment: mix(seed, WORLD, realization)
+    WORLD = 20
