@@ -48,4 +48,19 @@ __device__ __forceinline__ bool gc_bernoulli(gc_u64 h, float p) { return gc_unif
 
 __device__ __forceinline__ gc_i64 gc_index_below(gc_u64 h, gc_u64 n) { return (gc_i64)(h % n); }
 
+// World realizations (gpucore/random/worlds.py): IC arc liveness, LT fixed-point weights/thresholds.
+#define GC_LT_FIXED_BITS 40
+#define GC_LT_FIXED_ONE (1LL << GC_LT_FIXED_BITS)
+
+__device__ __forceinline__ bool gc_ic_live(gc_u64 world_seed, gc_u64 eid, float p) {
+    return gc_bernoulli(gc_mix2(world_seed, eid), p);
+}
+__device__ __forceinline__ gc_i64 gc_lt_threshold(gc_u64 world_seed, gc_u64 v) {
+    return (gc_i64)(gc_mix2(world_seed, v) >> (64 - GC_LT_FIXED_BITS));
+}
+__device__ __forceinline__ gc_i64 gc_lt_fixed_weight(float w) {
+    return (gc_i64)floor((double)w * 1099511627776.0);
+}
+__device__ __forceinline__ gc_i64 gc_lt_draw(gc_u64 h) { return (gc_i64)(h >> (64 - GC_LT_FIXED_BITS)); }
+
 #endif  // GC_RANDOM_CUH

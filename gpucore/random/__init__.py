@@ -38,9 +38,25 @@ from gpucore.random.hashing import (
     uniform,
 )
 from gpucore.random.streams import Stream
+from gpucore.random.worlds import (
+    LT_FIXED_BITS,
+    LT_FIXED_ONE,
+    ic_live,
+    lt_draw,
+    lt_fixed_weight,
+    lt_threshold,
+    world_seed_of,
+)
 
 __all__ = [
     "GOLDEN",
+    "LT_FIXED_BITS",
+    "LT_FIXED_ONE",
+    "ic_live",
+    "lt_draw",
+    "lt_fixed_weight",
+    "lt_threshold",
+    "world_seed_of",
     "Stream",
     "bernoulli",
     "fmix64",
