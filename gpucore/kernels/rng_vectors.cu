@@ -20,3 +20,13 @@ extern "C" __global__ void gc_derived(const gc_u64* h, const float* p, const gc_
     coin[i] = gc_bernoulli(h[i], p[i]) ? 1 : 0;
     idx[i] = gc_index_below(h[i], n[i]);
 }
+
+// World functions: IC liveness of arc ids[i], LT threshold of node ids[i], fixed-point weight of w[i].
+extern "C" __global__ void gc_worlds(gc_u64 world_seed, const gc_u64* ids, const float* w, int rows, int* live,
+                                     gc_i64* threshold, gc_i64* q) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    live[i] = gc_ic_live(world_seed, ids[i], w[i]) ? 1 : 0;
+    threshold[i] = gc_lt_threshold(world_seed, ids[i]);
+    q[i] = gc_lt_fixed_weight(w[i]);
+}
