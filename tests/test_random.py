@@ -30,9 +30,13 @@ GOLDEN = 0x9E3779B97F4A7C15
 SEED_1234567 = [6457827717110365317, 3203168211198807973, 9817491932198370423, 4593380528125082431, 16408922859458223821]
 SEED_0 = [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F, 0xF88BB8A8724C81EC, 0x1B39896A51A8749B]
 # Our chain on multi-word keys (docs/randomness.md); pinned so any change of definition shows.
-CHAIN_VECTORS = {
-    (1, 2): mix_py(1, 2),
+CHAIN_VECTORS = {  # the table of docs/randomness.md
+    (1, 2): 13608149317741381227,
     (1, 2, 3, 4): 15374388949593934587,
+    (42, 1, 7, 100): 2653653922091150947,
+    (42, 2, 7, 1, 0): 2394164044587598212,
+    (42, 0): 6332618229526065668,
+    (42, 20, 3): 16041242522317688296,
 }
 
 
@@ -50,7 +54,10 @@ def test_one_word_mix_is_the_kth_splitmix_output():
 
 
 def test_pinned_chain_vectors():
-    assert int(mix4(1, 2, 3, 4)) == CHAIN_VECTORS[(1, 2, 3, 4)]
+    fns = {2: mix2, 3: mix3, 4: mix4, 5: mix5}
+    for key, want in CHAIN_VECTORS.items():
+        assert mix_py(*key) == want
+        assert int(fns[len(key)](*[np.uint64(w) for w in key])) == want
     # the chain definition spelled out: mix(a, b) = splitmix_first_output(mix(a) ^ b)
     assert mix_py(1, 2) == splitmix64_sequence(mix_py(1) ^ 2, 1)[0]
 
