@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The GPU machine's entry point, run as is from the repository root (no network there):
+#   bash tests/gpu/run_device.sh STAGE [STAGE ...]      logs and results under $OUT
+# Stages: info, tests (pytest -m gpu), bench-oracle, bench-im, bench-amcss, bench-merit, workflow.
+# Each stage must fit the machine's 10-minute command limit; run several in one call when they fit.
+# Wheels for packages the machine lacks (snakemake) travel in .whl/ (carry it).
+set -uo pipefail
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if [ -d .whl ] && ! python3 -c "import snakemake" 2>/dev/null; then
+  python3 -m pip install -q --no-index --find-links .whl --target /tmp/site snakemake >"$OUT/pip.log" 2>&1 \
+    || echo "wheel install failed (see pip.log)"
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}:/tmp/site"
+export PATH="/tmp/site/bin:$PATH"
+status=0
+run_stage() {
+  local name=$1; shift
+  echo "== $name: $*"
+  local t0=$(date +%s)
+  "$@" 2>&1 | tee "$OUT/$name.log"
+  local rc=${PIPESTATUS[0]}
+  echo "== $name: exit $rc after $(( $(date +%s) - t0 ))s"
+  [ "$rc" -eq 0 ] || status=1
+}
+for stage in "$@"; do
+  case "$stage" in
+    info)
+      run_stage info bash -c 'nvidia-smi; python3 --version; python3 -c "import cupy, numba, numpy; print(\"cupy\", cupy.__version__, \"numba\", numba.__version__, \"numpy\", numpy.__version__); from gpucore.backend import get_backend; import json; print(json.dumps(get_backend(\"cuda\").device_info(), indent=1))"; nproc; free -g' ;;
+    tests)
+      run_stage gpu-tests python3 -m pytest -m gpu tests/gpu -v -rA --junitxml "$OUT/gpu-tests.xml" ;;
+    bench-oracle)
+      run_stage bench-oracle python3 benchmarks/bench_oracle.py "$OUT" ;;
+    bench-im)
+      run_stage bench-im python3 benchmarks/bench_im.py "$OUT" --shared-data .shared_data ;;
+    bench-amcss)
+      run_stage bench-amcss python3 benchmarks/bench_amcss.py "$OUT" --shared-data .shared_data ;;
+    workflow)
+      run_stage workflow bash workflow/gpu_reference.sh "$OUT" ;;
+    *) echo "unknown stage $stage"; status=1 ;;
+  esac
+done
+exit $status
