@@ -1,0 +1,18 @@
+"""Influence maximization: IMM with gIM's GPU sampler and GPU greedy max-cover, the CPU twin, MRIM.
+
+Entry points::
+
+    from gpucore.im import imm
+    result = imm(graph, k=50, epsilon=0.5, model="IC", backend="auto")   # dict, see docs/im.md
+    result = imm(graph, k=10, epsilon=0.1, model="IC", rounds=5)          # multi-round IM (CR-NAIMM)
+
+Lower-level pieces: ``gpucore.im.theory`` (IMM's formulas), ``gpucore.im.sampling`` (RR sets of
+given keys on a backend), ``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two engines),
+``gpucore.im.reference`` (CELF greedy with Monte-Carlo, for quality tests on small graphs).
+"""
+
+from gpucore.im.imm import MODELS, imm
+from gpucore.im.rrsets import FINAL_OFFSET, RRCollection
+from gpucore.im.theory import IMMParameters, imm_parameters
+
+__all__ = ["FINAL_OFFSET", "IMMParameters", "MODELS", "RRCollection", "imm", "imm_parameters"]

@@ -1,0 +1,281 @@
+"""The CPU backend of IM: keyed RR-set sampler and greedy max-cover in Numba (the reference).
+
+Sampling: ``prange`` over chunks of consecutive set indices; each chunk writes its sets back to
+back into its own slice of a buffer (the BFS queue *is* the set, so a set costs its size and no
+more) with a private byte array of visited marks, cleared member by member after each round. A
+chunk that would overflow its slice stops at a set boundary; the driver re-runs the rest of that
+chunk with a larger slice. The finished sets are then copied in order of j into the collection, so
+the result depends only on (run_seed, j, graph): never on thread count or chunking.
+
+Greedy max-cover: counts from the elements, an inverted index element -> sets, then k * T rounds
+of (argmax over allowed elements, ties to the lowest id; cover the sets that hold it and decrement
+the counts of their members). A chosen element gets count -1; in MRIM, once a round holds k
+seeds its elements are blocked (count -1) too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from gpucore.random import Stream
+from gpucore.random.hashing import bernoulli, index_below, mix3, mix5, step
+from gpucore.random.worlds import lt_draw, lt_fixed_weight
+
+_ROOT = np.uint64(int(Stream.ROOT))
+_COIN = np.uint64(int(Stream.COIN))
+_LT = np.uint64(int(Stream.LT_CHOICE))
+
+
+@njit(parallel=True, cache=True)
+def lt_prefix(in_indptr, lt_weight):
+    """Inclusive per-node prefix sums Q of the fixed-point LT weights q = floor(w 2^40), in-CSR order."""
+    n = in_indptr.shape[0] - 1
+    out = np.empty(lt_weight.shape[0], dtype=np.int64)
+    for v in prange(n):
+        acc = np.int64(0)
+        for a in range(in_indptr[v], in_indptr[v + 1]):
+            acc += lt_fixed_weight(lt_weight[a])
+            out[a] = acc
+    return out
+
+
+@njit(inline="always", cache=True)
+def rr_root(seed, j, n):
+    """Root of RR set j: index_below(mix(seed, ROOT, j, 0, 0), n)."""
+    return index_below(mix5(np.uint64(seed), _ROOT, np.uint64(j), np.uint64(0), np.uint64(0)), n)
+
+
+@njit(inline="always", cache=True)
+def lt_pick(in_indptr, qcum, v, r):
+    """The in-arc a of v with Q_{a-1} <= r < Q_a (binary search), or -1 when r >= Q_last."""
+    lo = in_indptr[v]
+    hi = in_indptr[v + 1]
+    if lo == hi or qcum[hi - 1] <= r:
+        return -1
+    while lo < hi:  # first a with qcum[a] > r
+        mid = (lo + hi) >> 1
+        if qcum[mid] > r:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True)
+def one_set(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, j, buf, base, cap, visited):
+    """Write RR set j (all rounds) to buf[base : base + size]; return size, or -1 if it exceeds cap."""
+    seed = np.uint64(seed)
+    root = rr_root(seed, j, n)
+    size = 0
+    for t in range(rounds):
+        s = np.uint64(j) * np.uint64(rounds) + np.uint64(t)
+        off = np.int64(t) * n
+        start = size
+        if size >= cap:
+            return -1
+        visited[root] = 1
+        buf[base + size] = np.int32(root + off)
+        size += 1
+        failed = False
+        if lt:
+            v = root
+            while True:
+                r = lt_draw(mix5(seed, _LT, s, np.uint64(v), np.uint64(0)))
+                a = lt_pick(in_indptr, qcum, v, r)
+                if a < 0:
+                    break
+                u = in_src[a]
+                if visited[u]:
+                    break
+                if size >= cap:
+                    failed = True
+                    break
+                visited[u] = 1
+                buf[base + size] = np.int32(u + off)
+                size += 1
+                v = u
+        else:
+            prefix = mix3(seed, _COIN, s)
+            head = start
+            while head < size and not failed:
+                u = np.int64(buf[base + head]) - off
+                head += 1
+                for a in range(in_indptr[u], in_indptr[u + 1]):
+                    v = in_src[a]
+                    if visited[v] == 0 and bernoulli(step(prefix, np.uint64(in_eid[a])), in_prob[a]):
+                        if size >= cap:
+                            failed = True
+                            break
+                        visited[v] = 1
+                        buf[base + size] = np.int32(v + off)
+                        size += 1
+        for q in range(start, size):  # reset only this round's marks
+            visited[np.int64(buf[base + q]) - off] = 0
+        if failed:
+            return -1
+    return size
+
+
+@njit(parallel=True, cache=True)
+def sample_chunks(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, jobs_j, jobs_len, cap, buf,
+                  sizes, done, used):
+    """Chunk c generates sets jobs_j[c] .. jobs_j[c] + jobs_len[c] - 1 into buf[c*cap : (c+1)*cap].
+
+    ``sizes`` gets each finished set's size (chunk c's sets at sizes[c*maxlen ...]); ``done[c]`` how
+    many sets chunk c finished (it stops at the first that does not fit), ``used[c]`` elements used.
+    """
+    nchunks = jobs_j.shape[0]
+    maxlen = sizes.shape[0] // nchunks
+    for c in prange(nchunks):
+        visited = np.zeros(n, dtype=np.uint8)
+        base = np.int64(c) * cap
+        pos = np.int64(0)
+        finished = 0
+        for i in range(jobs_len[c]):
+            size = one_set(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, jobs_j[c] + i, buf,
+                           base + pos, cap - pos, visited)
+            if size < 0:
+                break
+            sizes[np.int64(c) * maxlen + i] = size
+            pos += size
+            finished += 1
+        done[c] = finished
+        used[c] = pos
+
+
+@njit(cache=True)
+def build_inverse(offsets, nodes, universe):
+    """Inverted index: element -> indices of the sets holding it (ascending), as (indptr, sets)."""
+    num = offsets.shape[0] - 1
+    counts = np.zeros(universe + 1, dtype=np.int64)
+    for x in range(nodes.shape[0]):
+        counts[nodes[x] + 1] += 1
+    for e in range(universe):
+        counts[e + 1] += counts[e]
+    fill = counts[:-1].copy()
+    sets = np.empty(nodes.shape[0], dtype=np.int32)  # set indices < 2^31 (checked by the driver)
+    for i in range(num):
+        for x in range(offsets[i], offsets[i + 1]):
+            e = nodes[x]
+            sets[fill[e]] = i
+            fill[e] += 1
+    return counts, sets
+
+
+@njit(cache=True)
+def greedy_cover(offsets, nodes, n, rounds, k):
+    """Greedy max-cover with k seeds per round; returns (elements chosen, marginal coverage, covered)."""
+    universe = n * rounds
+    num = offsets.shape[0] - 1
+    inv_ptr, inv_sets = build_inverse(offsets, nodes, universe)
+    counts = np.empty(universe, dtype=np.int64)
+    for e in range(universe):
+        counts[e] = inv_ptr[e + 1] - inv_ptr[e]
+    covered = np.zeros(num, dtype=np.uint8)
+    per_round = np.zeros(rounds, dtype=np.int64)
+    steps = k * rounds
+    chosen = np.empty(steps, dtype=np.int64)
+    gains = np.empty(steps, dtype=np.int64)
+    total = 0
+    for it in range(steps):
+        best = -1
+        best_count = -1
+        for e in range(universe):  # ties to the lowest id: strict >
+            if counts[e] > best_count:
+                best_count = counts[e]
+                best = e
+        chosen[it] = best
+        gains[it] = best_count
+        total += best_count
+        for q in range(inv_ptr[best], inv_ptr[best + 1]):
+            i = inv_sets[q]
+            if covered[i] == 0:
+                covered[i] = 1
+                for x in range(offsets[i], offsets[i + 1]):
+                    counts[nodes[x]] -= 1
+        counts[best] = -1
+        t = best // n
+        per_round[t] += 1
+        if per_round[t] == k:
+            for e in range(t * n, (t + 1) * n):
+                counts[e] = -1
+    return chosen, gains, total
+
+
+class CPUEngine:
+    """IM sampling and selection with NumPy + Numba."""
+
+    name = "cpu"
+
+    def __init__(self, graph, model: str, rounds: int, seed: int, backend):
+        import numba
+
+        from gpucore.im.rrsets import RRCollection
+
+        self._collection_cls = RRCollection
+        self.backend = backend
+        self.graph = graph
+        self.model = model
+        self.rounds = int(rounds)
+        self.seed = np.uint64(int(seed) & ((1 << 64) - 1))
+        self.n = graph.n
+        self.threads = numba.get_num_threads()
+        in_w, _ = graph.edge_probabilities(model)
+        self.in_indptr = np.ascontiguousarray(graph.in_indptr, dtype=np.int64)
+        self.in_src = np.ascontiguousarray(graph.in_src, dtype=np.int32)
+        self.in_eid = np.ascontiguousarray(graph.in_eid)
+        self.in_prob = np.ascontiguousarray(in_w, dtype=np.float32)
+        self.lt = model == "LT"
+        self.qcum = lt_prefix(self.in_indptr, self.in_prob) if self.lt else np.zeros(1, dtype=np.int64)
+
+    def collection(self, j_begin: int):
+        return self._collection_cls(np, self.backend, j_begin, self.n, self.rounds)
+
+    def sample_batch(self, j_begin: int, count: int, mean_hint: float):
+        """Sets j_begin .. j_begin+count-1: (sizes int64[count], [(first, elements), ...])."""
+        sizes = np.empty(count, dtype=np.int64)
+        chunks_out = []
+        max_set = self.n * self.rounds
+        parts = max(1, min(count, 4 * self.threads))
+        jobs = [(count * c // parts, count * (c + 1) // parts) for c in range(parts)]
+        jobs = [(lo, hi) for lo, hi in jobs if hi > lo]
+        per_set = max(2.0, float(mean_hint)) * 1.3
+        cap = 0
+        while jobs:
+            longest = max(hi - lo for lo, hi in jobs)
+            want = int(per_set * longest) + 1024
+            cap = min(max(want, 2 * cap), max_set * longest + 1)
+            jobs_j = np.array([j_begin + lo for lo, _ in jobs], dtype=np.int64)
+            jobs_len = np.array([hi - lo for lo, hi in jobs], dtype=np.int64)
+            buf = np.empty(len(jobs) * cap, dtype=np.int32)
+            chunk_sizes = np.zeros(len(jobs) * longest, dtype=np.int64)
+            done = np.zeros(len(jobs), dtype=np.int64)
+            used = np.zeros(len(jobs), dtype=np.int64)
+            sample_chunks(self.in_indptr, self.in_src, self.in_eid, self.in_prob, self.qcum, self.lt, self.n,
+                          self.seed, self.rounds, jobs_j, jobs_len, cap, buf, chunk_sizes, done, used)
+            pending = []
+            for c, (lo, hi) in enumerate(jobs):
+                d = int(done[c])
+                if d:
+                    sizes[lo : lo + d] = chunk_sizes[c * longest : c * longest + d]
+                    chunks_out.append((lo, buf[c * cap : c * cap + int(used[c])]))
+                if lo + d < hi:
+                    pending.append((lo + d, hi))
+            if pending and done.sum():
+                per_set = max(per_set, float(used.sum()) / float(done.sum()) * 1.3)
+            jobs = pending  # the rest of an overflowed chunk runs again with a larger slice
+        return sizes, chunks_out
+
+    def sample_into(self, coll, count: int, mean_hint: float) -> None:
+        """Append the next ``count`` sets (j = coll.j_end, ...) to ``coll``."""
+        sizes, chunks = self.sample_batch(coll.j_end, int(count), mean_hint)
+        coll.append(sizes, chunks)
+
+    def synchronize(self) -> None:
+        pass
+
+    def greedy(self, coll, k: int):
+        offsets, nodes = coll.offsets, coll.nodes
+        chosen, gains, covered = greedy_cover(offsets, nodes, self.n, self.rounds, int(k))
+        return chosen, gains, int(covered)

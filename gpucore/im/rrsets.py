@@ -1,0 +1,100 @@
+"""A growing collection of RR sets: flat int32 elements + int64 offsets (a CSR of sets), ordered by j.
+
+Set ``i`` of a collection is the RR set of key index ``j = j_begin + i``; its elements are
+``nodes[offsets[i]:offsets[i+1]]``. An element is ``t * n + u`` for node ``u`` reached in round ``t``
+(``t = 0`` always for plain IM, so elements are node ids). The same layout lives in NumPy (cpu) or
+CuPy (cuda) arrays; storage grows geometrically so appends are amortised.
+
+Key scheme (``docs/im.md``): the root of set j is ``index_below(mix(seed, ROOT, j, 0, 0), n)``; round
+``t`` of set j uses the sample key ``s = j * T + t``: IC coin of original arc e
+``bernoulli(step(mix(seed, COIN, s), e), p_e)``, LT choice at v ``lt_draw(mix(seed, LT_CHOICE, s, v, 0))``.
+IMM's lower-bound phase uses ``j = 0, 1, ...``; its final phase uses fresh sets
+``j = FINAL_OFFSET, FINAL_OFFSET + 1, ...`` (Chen 2018: never reuse the estimation sets).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: first set index of IMM's final phase (disjoint from any lower-bound phase, which stays below it)
+FINAL_OFFSET = 1 << 40
+#: largest number of rounds (keeps j * T + t below 2^63 for every j below 2 * FINAL_OFFSET)
+MAX_ROUNDS = 1 << 16
+
+
+class RRCollection:
+    """RR sets ``j_begin .. j_begin + count - 1`` of one phase, on one backend (``xp``)."""
+
+    def __init__(self, xp, backend, j_begin: int, n: int, rounds: int):
+        self.xp = xp
+        self.backend = backend
+        self.j_begin = int(j_begin)
+        self.n = int(n)
+        self.rounds = int(rounds)
+        self.universe = self.n * self.rounds
+        self.count = 0
+        self.total = 0
+        self._offsets = backend.zeros((1024,), np.int64, what="RR-set offsets")
+        self._nodes = backend.empty((1024,), np.int32, what="RR-set elements")
+
+    @property
+    def offsets(self):
+        return self._offsets[: self.count + 1]
+
+    @property
+    def nodes(self):
+        return self._nodes[: self.total]
+
+    @property
+    def j_end(self) -> int:
+        return self.j_begin + self.count
+
+    @property
+    def mean_size(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    def nbytes(self) -> int:
+        return int(self._offsets.nbytes + self._nodes.nbytes)
+
+    def reserve(self, sets: int, elements: int) -> None:
+        """Make room for ``sets`` more sets holding ``elements`` more elements (geometric growth)."""
+        need_sets = self.count + 1 + sets
+        if need_sets > self._offsets.shape[0]:
+            cap = max(need_sets, int(self._offsets.shape[0] * 1.5))
+            new = self.backend.empty((cap,), np.int64, what="RR-set offsets")
+            new[: self.count + 1] = self._offsets[: self.count + 1]
+            self._offsets = new
+        need = self.total + elements
+        if need > self._nodes.shape[0]:
+            cap = max(need, int(self._nodes.shape[0] * 1.5))
+            new = self.backend.empty((cap,), np.int32, what=f"RR-set elements ({cap:,} int32)")
+            new[: self.total] = self._nodes[: self.total]
+            self._nodes = new
+
+    def append(self, sizes, chunks) -> None:
+        """Append sets with the given sizes (host or device int64 array), elements from ``chunks``.
+
+        ``chunks`` is a list of (first set index within ``sizes``, array of those sets' elements
+        back to back); together they must cover every set exactly once.
+        """
+        xp = self.xp
+        sizes = xp.asarray(sizes, dtype=np.int64)
+        count = int(sizes.shape[0])
+        added = int(sizes.sum()) if count else 0
+        self.reserve(count, added)
+        if count:
+            ends = xp.cumsum(sizes) + self.total
+            self._offsets[self.count + 1 : self.count + 1 + count] = ends
+        for first, data in chunks:
+            start = int(self._offsets[self.count + first])
+            self._nodes[start : start + data.shape[0]] = data
+        self.count += count
+        self.total += added
+
+    def host_sets(self) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets, elements) as NumPy arrays (copies from the GPU)."""
+        return self.backend.to_host(self.offsets), self.backend.to_host(self.nodes)
+
+    def release(self) -> None:
+        self._offsets = self._offsets[:1]
+        self._nodes = self._nodes[:0]
