@@ -1,0 +1,66 @@
+"""Backend selection: auto/cpu/cuda, clear errors, device facts, OOM messages."""
+
+import numpy as np
+import pytest
+
+from gpucore import backend as backend_mod
+from gpucore.backend import get_backend, set_cpu_threads
+from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
+
+
+def test_cpu_backend_is_numpy():
+    b = get_backend("cpu")
+    assert b.name == "cpu" and b.xp is np and not b.is_cuda
+    info = b.device_info()
+    assert info["backend"] == "cpu" and info["numba_threads"] >= 1 and "numpy" in info
+
+
+def test_unknown_backend():
+    with pytest.raises(GpucoreError, match="unknown backend 'tpu'"):
+        get_backend("tpu")
+
+
+def test_cuda_without_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(backend_mod, "_cupy_probe", lambda: (None, "CuPy is not importable (ImportError: x)"))
+    with pytest.raises(GpucoreError, match="backend 'cuda' requested but unavailable: CuPy is not importable"):
+        get_backend("cuda")
+    assert get_backend("auto").name == "cpu"
+
+
+@pytest.mark.skipif(backend_mod.cuda_available(), reason="a GPU is present")
+def test_auto_is_cpu_here():
+    assert get_backend("auto").name == "cpu"
+
+
+def test_guard_oom_names_the_size(monkeypatch):
+    class FakeOOM(Exception):
+        pass
+
+    class FakeCupy:
+        class cuda:
+            class memory:
+                OutOfMemoryError = FakeOOM
+
+            class runtime:
+                @staticmethod
+                def memGetInfo():
+                    return (2 * 1024**3, 80 * 1024**3)
+
+    monkeypatch.setattr(backend_mod, "_cupy_probe", lambda: (FakeCupy, ""))
+
+    def alloc():
+        raise FakeOOM("cudaErrorMemoryAllocation")
+
+    with pytest.raises(OutOfMemoryError, match=r"allocating RR sets: needed 12.00 GiB, free 2.00 GiB of 80.00 GiB"):
+        backend_mod.guard_oom(alloc, 12 * 1024**3, "RR sets")
+
+
+def test_format_bytes():
+    assert format_bytes(512) == "512 B"
+    assert format_bytes(1536) == "1.50 KiB"
+    assert format_bytes(3 * 1024**3) == "3.00 GiB"
+
+
+def test_set_cpu_threads_rejects_zero():
+    with pytest.raises(GpucoreError, match="--threads"):
+        set_cpu_threads(0)
