@@ -18,6 +18,7 @@ COMMANDS = {
     "preprocess": "preprocess",
     "info": "info",
     "generate": "generate",
+    "im": "im",
 }
 
 

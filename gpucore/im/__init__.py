@@ -11,7 +11,7 @@ given keys on a backend), ``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two engi
 ``gpucore.im.reference`` (CELF greedy with Monte-Carlo, for quality tests on small graphs).
 """
 
-from gpucore.im.imm import MODELS, imm
+from gpucore.im.driver import MODELS, imm
 from gpucore.im.rrsets import FINAL_OFFSET, RRCollection
 from gpucore.im.theory import IMMParameters, imm_parameters
 

@@ -1,0 +1,172 @@
+"""IMM driver: the lower-bound loop, fresh final sets, theta, memory errors, MRIM, end-to-end runs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import gpucore.im.driver as imm_mod
+from gpucore.errors import GpucoreError, OutOfMemoryError
+from gpucore.graph import from_arcs
+from gpucore.im import FINAL_OFFSET, imm, imm_parameters
+from gpucore.im.cpu import CPUEngine
+
+
+class FakeEngine:
+    """Stands in for a backend: records requests, returns a scripted covered fraction per call."""
+
+    def __init__(self, fractions, mean=3.0):
+        self.fractions = list(fractions)
+        self.calls = []
+        self.collections = []
+        self.mean = mean
+        self.n = None
+        self.rounds = 1
+        from gpucore.backend import get_backend
+
+        self.backend = get_backend("cpu")
+
+    def collection(self, j_begin):
+        outer = self
+
+        class Coll:
+            def __init__(self):
+                self.j_begin, self.count, self.total = j_begin, 0, 0
+
+            @property
+            def mean_size(self):
+                return outer.mean
+
+            def reserve(self, *a):
+                pass
+
+            def nbytes(self):
+                return 0
+
+            def release(self):
+                pass
+
+        c = Coll()
+        self.collections.append(c)
+        return c
+
+    def sample_into(self, coll, count, mean):
+        coll.count += count
+        coll.total += int(count * self.mean)
+
+    def synchronize(self):
+        pass
+
+    def greedy(self, coll, k):
+        self.calls.append(coll.count)
+        frac = self.fractions.pop(0) if self.fractions else 0.0
+        return np.arange(k), np.zeros(k), int(round(frac * coll.count))
+
+
+def run_fake(monkeypatch, n, k, eps, fractions):
+    g = from_arcs(n, [0], [1], 0.5)
+    eng = FakeEngine(fractions)
+    eng.n = n
+    monkeypatch.setattr(imm_mod, "make_engine", lambda *a, **kw: eng)
+    return imm(g, k, eps, "IC", backend="cpu"), eng
+
+
+def test_lb_loop_stops_at_first_pass(monkeypatch):
+    n, k, eps = 4096, 3, 0.5
+    p = imm_parameters(n, k, eps)
+    # fail i = 1, 2; pass at i = 3: need n F >= (1 + eps') n / 8
+    f3 = (1 + p.epsilon_prime) / 8 + 0.01
+    res, eng = run_fake(monkeypatch, n, k, eps, [0.01, 0.01, f3, 0.5])
+    assert eng.calls[:3] == [p.theta_i(1), p.theta_i(2), p.theta_i(3)]
+    assert eng.collections[0].j_begin == 0 and eng.collections[1].j_begin == FINAL_OFFSET
+    covered3 = int(round(f3 * p.theta_i(3)))
+    lb = n * covered3 / p.theta_i(3) / (1 + p.epsilon_prime)
+    assert res["lower_bound"] == pytest.approx(lb)
+    assert res["theta"] == math.ceil(p.lambda_star / lb)
+    assert eng.calls[3] == res["theta"]  # final selection on theta fresh sets
+    assert res["lb_iteration"] == 3 and res["lb_sets"] == p.theta_i(3)
+
+
+def test_lb_falls_back_to_one_after_the_capped_loop(monkeypatch):
+    n, k, eps = 1000, 2, 0.9
+    p = imm_parameters(n, k, eps)
+    res, eng = run_fake(monkeypatch, n, k, eps, [0.0] * 50)
+    assert p.max_iterations == 8  # floor(log2 1000) - 1
+    assert len(eng.calls) == 8 + 1
+    assert res["lower_bound"] == 1.0 and res["lb_iteration"] is None
+    assert res["theta"] == math.ceil(p.lambda_star)
+
+
+def path_graph(n=30, p=0.4):
+    return from_arcs(n, np.arange(n - 1), np.arange(1, n), p)
+
+
+@pytest.mark.parametrize("model", ["IC", "LT"])
+def test_end_to_end_deterministic(model):
+    g = path_graph()
+    a = imm(g, 3, 0.5, model, backend="cpu", seed=4)
+    b = imm(g, 3, 0.5, model, backend="cpu", seed=4)
+    assert a["seed_ids"] == b["seed_ids"] and a["theta"] == b["theta"]
+    assert a["kind"] == "im" and a["model"] == model and a["k"] == 3 and a["epsilon"] == 0.5
+    assert a["seeds"] == a["seed_ids"]  # from_arcs keeps ids
+    assert len(set(a["seed_ids"])) == 3
+    assert a["graph"]["sha256"] == g.sha256
+    assert 3 <= a["estimated_spread"] <= g.n
+
+
+def test_star_graph_picks_the_hub():
+    # arcs hub -> leaves with p = 1: the hub reaches everyone
+    n = 50
+    g = from_arcs(n, np.zeros(n - 1, dtype=int), np.arange(1, n), 1.0)
+    res = imm(g, 1, 0.3, "IC", backend="cpu")
+    assert res["seed_ids"] == [0]
+    assert res["estimated_spread"] == pytest.approx(n)
+    res = imm(g, 1, 0.3, "LT", backend="cpu")
+    assert res["seed_ids"] == [0]
+
+
+def test_mrim_rounds():
+    n = 40
+    g = from_arcs(n, np.zeros(n - 1, dtype=int), np.arange(1, n), 0.3)
+    res = imm(g, 2, 0.5, "IC", rounds=3, backend="cpu")
+    assert res["algorithm"] == "CR-NAIMM" and res["rounds"] == 3
+    assert len(res["seed_ids"]) == 3 and all(len(r) == 2 for r in res["seed_ids"])
+    # the hub is worth seeding in every round (independent rounds)
+    assert all(0 in r for r in res["seed_ids"])
+    # union over 3 rounds of the hub's spread: 1 + (n-1)(1 - 0.7^3) for the hub alone
+    hub_only = 1 + (n - 1) * (1 - 0.7**3)
+    assert res["estimated_spread"] >= 0.8 * hub_only
+
+
+@pytest.mark.parametrize(
+    "kwargs,msg",
+    [({"k": 0}, "--k 0"), ({"k": 31}, "--k 31"), ({"epsilon": 0.0}, "--eps"), ({"epsilon": 1.5}, "--eps"),
+     ({"model": "SIR"}, "--model"), ({"rounds": 0}, "--rounds"), ({"ell": -1.0}, "--ell")],
+)
+def test_bad_input(kwargs, msg):
+    g = path_graph()
+    args = {"k": 2, "epsilon": 0.5, "model": "IC"} | kwargs
+    with pytest.raises(GpucoreError, match=msg):
+        imm(g, args.pop("k"), args.pop("epsilon"), args.pop("model"), backend="cpu", **args)
+
+
+def test_theta_beyond_memory_names_the_size():
+    g = path_graph(200, 0.9)
+    with pytest.raises(OutOfMemoryError, match=r"needs about [0-9.]+ [KMG]?i?B for theta = [0-9,]+ RR sets"):
+        imm(g, 5, 0.01, "IC", backend="cpu", memory_limit=200_000)
+
+
+def test_engine_counts_are_exact_on_a_fixed_collection():
+    g = path_graph(10, 1.0)
+    eng = CPUEngine(g, "IC", 1, 0, imm_mod.get_backend("cpu"))
+    coll = eng.collection(0)
+    eng.sample_into(coll, 100, 0.0)
+    off, el = coll.offsets, coll.nodes
+    # on a p = 1 path, the RR set of root r is {0..r}
+    for i in range(100):
+        s = np.sort(el[off[i] : off[i + 1]])
+        np.testing.assert_array_equal(s, np.arange(s[-1] + 1))
+    chosen, gains, covered = eng.greedy(coll, 1)
+    assert chosen[0] == 0 and covered == 100
