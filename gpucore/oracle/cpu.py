@@ -1,0 +1,194 @@
+"""Forward diffusion on the CPU (Numba): the reference implementation of the oracle.
+
+Everything here is written for the oracle alone (no solver code is shared). A *world* is given by
+its 64-bit seed ``w``; the only functions shared with the rest of gpucore are the documented
+world-realization functions of ``gpucore.random.worlds``:
+
+- IC: arc ``k`` (original edge id = out-CSR position) is live iff ``ic_live(w, k, p_k)``;
+  the activated set is everything reachable from the seeds over live arcs.
+- LT: ``q_k = lt_fixed_weight(w_k)``, ``T_v = lt_threshold(w, v)``; ``v`` becomes active once the
+  ``q`` of its active in-arcs sum to more than ``T_v`` (integer sums: order-independent).
+
+``_ic_world`` / ``_lt_world`` extend an activated set in place (``active`` flags, ``queue`` of
+activated ids): that is one Monte-Carlo run (from empty state) or one adaptive round (state kept).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from gpucore.random import Stream, ic_live, lt_fixed_weight, lt_threshold, mix, mix3
+
+_ORACLE = np.uint64(int(Stream.ORACLE))
+
+
+@njit(cache=True)
+def oracle_world_seeds(seed, start, count):
+    """World seeds of Monte-Carlo runs ``start .. start+count-1``: mix(seed, ORACLE, run)."""
+    out = np.empty(count, dtype=np.uint64)
+    s = np.uint64(seed)
+    for i in range(count):
+        out[i] = mix3(s, _ORACLE, np.uint64(start + i))
+    return out
+
+
+@njit(cache=True)
+def first_links(worlds):
+    """mix(w) of every world seed: the first link of the keys mix(w, x) (used by the GPU kernels)."""
+    out = np.empty(worlds.shape[0], dtype=np.uint64)
+    for i in range(worlds.shape[0]):
+        out[i] = mix(worlds[i])
+    return out
+
+
+@njit(cache=True)
+def _ic_world(out_indptr, out_dst, out_prob, world, seeds, active, queue, tail):
+    """Activate ``seeds`` (those not yet active) and everything they reach over live IC arcs.
+
+    ``queue[:tail]`` lists the already-active nodes; newly activated ids are appended. Returns the
+    new tail. Already-active nodes are never entered again, so with the state of earlier rounds
+    this is exactly the diffusion of one adaptive round on the residual graph.
+    """
+    w = np.uint64(world)
+    head = tail
+    for i in range(seeds.shape[0]):
+        s = seeds[i]
+        if active[s] == 0:
+            active[s] = 1
+            queue[tail] = s
+            tail += 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for k in range(out_indptr[u], out_indptr[u + 1]):
+            v = out_dst[k]
+            if active[v] == 0 and ic_live(w, np.uint64(k), out_prob[k]):
+                active[v] = 1
+                queue[tail] = v
+                tail += 1
+    return tail
+
+
+@njit(cache=True)
+def _lt_world(out_indptr, out_weight, out_dst, world, seeds, active, acc, queue, tail, touched, ntouched):
+    """LT twin of ``_ic_world``. ``acc[v]`` is the fixed-point in-weight of v's active in-arcs.
+
+    ``acc`` carries over between calls (adaptive rounds: thresholds never reset). ``touched``
+    records nodes whose ``acc`` became non-zero (so a Monte-Carlo loop can reset them cheaply).
+    Returns (tail, ntouched).
+    """
+    w = np.uint64(world)
+    head = tail
+    for i in range(seeds.shape[0]):
+        s = seeds[i]
+        if active[s] == 0:
+            active[s] = 1
+            queue[tail] = s
+            tail += 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for k in range(out_indptr[u], out_indptr[u + 1]):
+            v = out_dst[k]
+            if active[v] != 0:
+                continue
+            q = lt_fixed_weight(out_weight[k])
+            if q <= 0:
+                continue
+            a = acc[v]
+            if a == 0:
+                touched[ntouched] = v
+                ntouched += 1
+            a += q
+            acc[v] = a
+            if a > lt_threshold(w, np.uint64(v)):
+                active[v] = 1
+                queue[tail] = v
+                tail += 1
+    return tail, ntouched
+
+
+@njit(parallel=True, cache=True)
+def _ic_counts(out_indptr, out_dst, out_prob, seeds, worlds, active, queue, counts):
+    chunks = active.shape[0]
+    runs = worlds.shape[0]
+    for c in prange(chunks):
+        act = active[c]
+        q = queue[c]
+        for r in range(c, runs, chunks):
+            tail = _ic_world(out_indptr, out_dst, out_prob, worlds[r], seeds, act, q, 0)
+            counts[r] = tail
+            for i in range(tail):
+                act[q[i]] = 0
+
+
+@njit(parallel=True, cache=True)
+def _lt_counts(out_indptr, out_weight, out_dst, seeds, worlds, active, acc, queue, touched, counts):
+    chunks = active.shape[0]
+    runs = worlds.shape[0]
+    for c in prange(chunks):
+        act = active[c]
+        a = acc[c]
+        q = queue[c]
+        t = touched[c]
+        for r in range(c, runs, chunks):
+            tail, nt = _lt_world(out_indptr, out_weight, out_dst, worlds[r], seeds, act, a, q, 0, t, 0)
+            counts[r] = tail
+            for i in range(tail):
+                act[q[i]] = 0
+            for i in range(nt):
+                a[t[i]] = 0
+
+
+def cpu_state_bytes(n: int, model: str) -> int:
+    """Host bytes of the per-thread state of one Monte-Carlo worker."""
+    return n * (1 + 4) if model == "IC" else n * (1 + 8 + 4 + 4)
+
+
+def counts_cpu(out_indptr, out_dst, weights, seeds, worlds, model: str, chunks: int) -> np.ndarray:
+    """Activated-set size of ``seeds`` in each world of ``worlds`` (parallel over ``chunks`` workers)."""
+    n = out_indptr.shape[0] - 1
+    chunks = max(1, min(int(chunks), worlds.shape[0]))
+    counts = np.empty(worlds.shape[0], dtype=np.int64)
+    active = np.zeros((chunks, n), dtype=np.uint8)
+    queue = np.empty((chunks, n), dtype=np.int32)
+    if model == "IC":
+        _ic_counts(out_indptr, out_dst, weights, seeds, worlds, active, queue, counts)
+    else:
+        acc = np.zeros((chunks, n), dtype=np.int64)
+        touched = np.empty((chunks, n), dtype=np.int32)
+        _lt_counts(out_indptr, weights, out_dst, seeds, worlds, active, acc, queue, touched, counts)
+    return counts
+
+
+class WorldState:
+    """Activation state of one world across calls (adaptive replay, or a single simulation)."""
+
+    def __init__(self, out_indptr, out_dst, weights, model: str, world_seed: int):
+        self.out_indptr, self.out_dst, self.weights, self.model = out_indptr, out_dst, weights, model
+        self.world = np.uint64(int(world_seed) & ((1 << 64) - 1))
+        n = out_indptr.shape[0] - 1
+        self.active = np.zeros(n, dtype=np.uint8)
+        self.queue = np.empty(n, dtype=np.int32)
+        self.tail = 0
+        if model == "LT":
+            self.acc = np.zeros(n, dtype=np.int64)
+            self.touched = np.empty(n, dtype=np.int32)
+            self.ntouched = 0
+
+    def activate(self, seeds: np.ndarray) -> int:
+        """Seed ``seeds`` (int64 internal ids) and diffuse; returns the number of newly active users."""
+        before = self.tail
+        if self.model == "IC":
+            self.tail = _ic_world(self.out_indptr, self.out_dst, self.weights, self.world, seeds, self.active,
+                                  self.queue, self.tail)
+        else:
+            self.tail, self.ntouched = _lt_world(self.out_indptr, self.weights, self.out_dst, self.world, seeds,
+                                                 self.active, self.acc, self.queue, self.tail, self.touched,
+                                                 self.ntouched)
+        return int(self.tail - before)
+
+    def activated(self) -> np.ndarray:
+        """Sorted internal ids of every active user."""
+        return np.sort(self.queue[: self.tail].astype(np.int64))
