@@ -1,0 +1,48 @@
+# gpucore workflow: download (or generate) graphs, preprocess them to .gcsr, solve one job per
+# experiment cell with gpucore, verify every cell with the independent oracle, aggregate tables,
+# figures and the report. See README.md ("The pipeline").
+#
+#   snakemake --cores all                                   # embedded default (offline, CPU, minutes)
+#   snakemake --cores all --configfile config/merit.yaml    # MERIT Section 5 (GPU, downloads)
+#   snakemake --cores all results/cells/pa2k/IC/merit/eta200.verify.json   # one cell
+
+from snakemake.utils import min_version, validate
+
+min_version("8.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "config/schema/config.schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/download.smk"
+include: "rules/preprocess.smk"
+include: "rules/solve.smk"
+include: "rules/verify.smk"
+include: "rules/aggregate.smk"
+
+
+report: "workflow/report/workflow.rst"
+
+
+wildcard_constraints:
+    dataset="[A-Za-z0-9][A-Za-z0-9_-]*",
+    model="IC|LT",
+    algorithm="[A-Za-z0-9][A-Za-z0-9_-]*",
+    eta="[0-9]+",
+    k="[0-9]+",
+    cell="(eta|k)[0-9]+",
+
+
+localrules:
+    all,
+
+
+rule all:
+    """Every table and figure of the configured experiments (and so every cell, verified)."""
+    input:
+        all_targets(),
+    default_target: True

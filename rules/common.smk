@@ -1,0 +1,273 @@
+# Helpers shared by the rules: the dataset registry, dataset resolution, the list of cells, the
+# parameters of one cell and the targets of `rule all`. No rule is defined here.
+
+import os
+import posixpath
+import re
+import urllib.parse
+from pathlib import Path
+
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+
+# ---------------------------------------------------------------------------------------------
+# registry and datasets
+# ---------------------------------------------------------------------------------------------
+
+
+def load_registry(path):
+    if not os.path.isfile(path):
+        raise WorkflowError(f"registry {path}: no such file (config key `registry`)")
+    with open(path) as fh:
+        registry = yaml.safe_load(fh) or {}
+    validate(registry, "../config/schema/datasets.schema.yaml")
+    for key, entry in registry.items():
+        if not entry.get("file"):
+            if not entry.get("url"):
+                raise WorkflowError(f"registry {path}: dataset {key!r} has neither url nor file")
+            entry["file"] = posixpath.basename(urllib.parse.urlparse(entry["url"]).path)
+    return registry
+
+
+REGISTRY = load_registry(config["registry"])
+DATASETS = config.get("datasets") or {}
+MODELS = ("IC", "LT")
+
+
+def dataset_spec(name):
+    """What a dataset name means: {'name', 'generate' | 'registry' (+ 'entry'), 'weights', 'cost', 'seed'}."""
+    pre = config["preprocess"]
+    if name in DATASETS:
+        local = DATASETS[name]
+        spec = {"name": name}
+        if "generate" in local:
+            spec["generate"] = local["generate"]
+        else:
+            key = local["registry"]
+            if key not in REGISTRY:
+                raise WorkflowError(f"config datasets.{name}.registry: {key!r} is not in {config['registry']}")
+            spec["registry"] = key
+            spec["entry"] = REGISTRY[key]
+    elif name in REGISTRY:
+        local = {}
+        spec = {"name": name, "registry": name, "entry": REGISTRY[name]}
+    else:
+        raise WorkflowError(
+            f"dataset {name!r} is neither in config `datasets` nor in the registry {config['registry']} "
+            f"(known: {', '.join(sorted(set(DATASETS) | set(REGISTRY)))})"
+        )
+    spec["weights"] = local.get("weights", pre["weights"])
+    spec["cost"] = local.get("cost", pre["cost"])
+    spec["seed"] = local.get("seed", pre["seed"])
+    return spec
+
+
+def raw_download_path(key):
+    """The downloaded file of registry dataset `key` (the origin's own file name)."""
+    return f"resources/raw/{key}/{REGISTRY[key]['file']}"
+
+
+def edge_list_path(name):
+    """The edge list that rule preprocess reads for dataset `name`."""
+    spec = dataset_spec(name)
+    if "generate" in spec:
+        return f"resources/generated/{name}.txt.gz"
+    key = spec["registry"]
+    if spec["entry"]["format"] == "konect-tar":
+        return f"resources/extracted/{key}.txt"
+    return raw_download_path(key)
+
+
+def graph_path(name):
+    return f"resources/graphs/{name}.gcsr"
+
+
+def sidecar_path(name):
+    return f"resources/graphs/{name}.gcsr.json"
+
+
+def direction_flag(name):
+    spec = dataset_spec(name)
+    if "generate" in spec:
+        return "--directed"
+    return "--directed" if spec["entry"]["directed"] else "--undirected"
+
+
+def expected_size(name):
+    """{'n', 'm', 'exact'} from the registry (None for generated graphs)."""
+    spec = dataset_spec(name)
+    if "entry" not in spec:
+        return {"n": None, "m": None, "exact": False}
+    entry = spec["entry"]
+    return {"n": entry.get("n"), "m": entry.get("m"), "exact": bool(entry.get("exact"))}
+
+
+# ---------------------------------------------------------------------------------------------
+# algorithms, cells
+# ---------------------------------------------------------------------------------------------
+
+ALGORITHMS = {name: (a or {}) for name, a in config["algorithms"].items()}
+
+
+def algorithm(name):
+    if name not in ALGORITHMS:
+        raise WorkflowError(f"algorithm {name!r} is not in config `algorithms` (known: {', '.join(sorted(ALGORITHMS))})")
+    return ALGORITHMS[name]
+
+
+def algorithm_backend(name):
+    return algorithm(name).get("backend") or config["backend"]
+
+
+def algorithm_label(name):
+    return algorithm(name).get("label") or name
+
+
+def cell_path(kind, dataset, model, alg, x):
+    stem = f"eta{x}" if kind == "amcss" else f"k{x}"
+    return f"results/cells/{dataset}/{model}/{alg}/{stem}.json"
+
+
+def verify_path(result):
+    return result[: -len(".json")] + ".verify.json"
+
+
+def _check_experiments():
+    cells, seen = [], {}
+    for i, exp in enumerate(config["experiments"]):
+        where = f"config experiments[{i}] ({exp['kind']} {exp['dataset']} {exp['model']})"
+        dataset_spec(exp["dataset"])  # raises on an unknown dataset
+        for alg in exp["algorithms"]:
+            command = algorithm(alg)["command"]
+            if command != exp["kind"]:
+                raise WorkflowError(f"{where}: algorithm {alg!r} runs `gpucore {command}`, not a {exp['kind']} cell")
+            key = (exp["kind"], exp["dataset"], exp["model"], alg)
+            if key in seen:
+                raise WorkflowError(
+                    f"{where}: {exp['kind']} cells of ({exp['dataset']}, {exp['model']}, {alg}) are already defined by "
+                    f"experiments[{seen[key]}]; merge the two (one batch / eps per dataset, model and algorithm)"
+                )
+            seen[key] = i
+            for x in exp["eta"] if exp["kind"] == "amcss" else exp["k"]:
+                cells.append(
+                    {"kind": exp["kind"], "dataset": exp["dataset"], "model": exp["model"], "algorithm": alg, "x": x,
+                     "path": cell_path(exp["kind"], exp["dataset"], exp["model"], alg, x)}
+                )
+    return cells
+
+
+CELLS = _check_experiments()
+
+
+def experiment_of(kind, dataset, model, alg):
+    """The experiment defining the cells (kind, dataset, model, alg); any eta / k of it can be built."""
+    for exp in config["experiments"]:
+        if exp["kind"] == kind and exp["dataset"] == dataset and exp["model"] == model and alg in exp["algorithms"]:
+            return exp
+    raise WorkflowError(
+        f"no {kind} experiment in the config runs algorithm {alg!r} on dataset {dataset!r} with model {model}: "
+        f"add one to `experiments` (or pass --configfile with the paper config that has it)"
+    )
+
+
+def cell_params(kind, wildcards):
+    exp = experiment_of(kind, wildcards.dataset, wildcards.model, wildcards.algorithm)
+    alg = algorithm(wildcards.algorithm)
+    params = {
+        "eps": exp.get("eps", config["eps"]),
+        "seed": exp.get("seed", config["seed"]),
+        "backend": algorithm_backend(wildcards.algorithm),
+        "options": alg.get("options", ""),
+    }
+    if kind == "amcss":
+        params["batch"] = exp["batch"]
+        params["realizations"] = exp.get("realizations", config["realizations"])
+        params["update"] = "" if alg.get("update", True) else "--no-update"
+    return params
+
+
+def cell_param(kind, key):
+    """A params: entry of a solve rule, evaluated per cell (so only a changed cell reruns)."""
+    return lambda wildcards: cell_params(kind, wildcards)[key]
+
+
+def cell_gpus(wildcards):
+    return 1 if algorithm_backend(wildcards.algorithm) == "cuda" else 0
+
+
+def job_threads(wildcards=None):
+    threads = config["threads"]
+    if threads > 0:
+        return threads
+    cores = workflow.cores
+    if not isinstance(cores, int) or cores <= 0 or cores > 4096:
+        cores = os.cpu_count() or 1
+    return cores
+
+
+# ---------------------------------------------------------------------------------------------
+# targets
+# ---------------------------------------------------------------------------------------------
+
+
+def cells_of(kind):
+    return [c for c in CELLS if c["kind"] == kind]
+
+
+def datasets_used():
+    return sorted({c["dataset"] for c in CELLS})
+
+
+def amcss_models():
+    return sorted({c["model"] for c in cells_of("amcss")})
+
+
+AMCSS_FIGURES = ("cost", "time", "breakdown")
+TABLE_FORMATS = ("csv", "md", "tex", "html")
+
+
+def table_files(stem):
+    return [f"results/tables/{stem}.{ext}" for ext in TABLE_FORMATS]
+
+
+def all_targets():
+    targets = []
+    if CELLS:
+        targets += table_files("datasets")
+    if cells_of("amcss"):
+        targets += table_files("amcss_summary") + ["results/tables/amcss_realizations.csv"]
+        targets += [f"results/figures/amcss_{fig}_{m}.png" for fig in AMCSS_FIGURES for m in amcss_models()]
+        targets.append("results/figures/amcss_verification.png")
+    if cells_of("im"):
+        targets += table_files("im_summary")
+    return targets
+
+
+def generate_options(name):
+    """Optional flags of `gpucore generate` for a generated dataset."""
+    gen = DATASETS[name]["generate"]
+    flags = []
+    if "reciprocity" in gen:
+        flags.append(f"--reciprocity {gen['reciprocity']}")
+    if "abcd" in gen:
+        flags.append(f"--abcd {gen['abcd']}")
+    return " ".join(flags)
+
+
+def dataset_table_spec(name):
+    """What the datasets table needs to know about `name` besides its sidecar."""
+    spec = dataset_spec(name)
+    if "generate" in spec:
+        gen = spec["generate"]
+        return {"source": f"generated ({gen['kind']}, seed {gen.get('seed', 0)})", "title": name}
+    entry = spec["entry"]
+    return {
+        "source": "registry" + (f" ({spec['registry']})" if spec["registry"] != name else ""),
+        "title": entry.get("title"),
+        "expected_n": entry.get("n"),
+        "expected_m": entry.get("m"),
+        "exact": bool(entry.get("exact")),
+        "sha256": entry.get("sha256"),
+    }

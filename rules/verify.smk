@@ -1,0 +1,25 @@
+# Every cell is checked by the independent oracle (gpucore verify): adaptive replay of each AMCSS
+# realization (eta reached, logged activations reproduced), Monte-Carlo spread of IM seed sets.
+# `gpucore verify` exits non-zero on a failed check, which fails the job and so the workflow; the
+# failing report is kept beside the log as <log>.json (Snakemake deletes the outputs of failed jobs).
+
+
+rule verify:
+    """gpucore verify on one cell result; a failed verification fails the workflow."""
+    input:
+        result="results/cells/{dataset}/{model}/{algorithm}/{cell}.json",
+        graph="resources/graphs/{dataset}.gcsr",
+    output:
+        "results/cells/{dataset}/{model}/{algorithm}/{cell}.verify.json",
+    params:
+        runs=config["verify"]["runs"],
+    threads: job_threads
+    log:
+        "logs/cells/{dataset}/{model}/{algorithm}/{cell}.verify.log",
+    benchmark:
+        "benchmarks/cells/{dataset}/{model}/{algorithm}/{cell}.verify.tsv"
+    conda:
+        "../workflow/envs/gpucore.yaml"
+    shell:
+        "gpucore verify {input.result} --graph {input.graph} --runs {params.runs} -o {output} > {log} 2>&1"
+        " || {{ status=$?; cp {output} {log}.json 2>/dev/null; echo \"verification failed (exit $status): see {log}\" >&2; exit $status; }}"
