@@ -67,6 +67,13 @@ def _verify_realizations(report: dict | None) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
+def backend_name(value) -> str | None:
+    """The backend of a result: a plain string, or the `backend` / `name` field of a device record."""
+    if isinstance(value, dict):
+        return value.get("backend") or value.get("name")
+    return value
+
+
 def _seconds_total(value) -> float:
     if value is None:
         return math.nan
@@ -102,7 +109,7 @@ def amcss_rows(result: dict, report: dict | None, cost_scale: float, *, dataset:
             "model": result.get("model"),
             "algorithm": algorithm,
             "label": label or algorithm,
-            "backend": result.get("backend"),
+            "backend": backend_name(result.get("backend")),
             "eta": int(result.get("eta")),
             "batch": result.get("batch"),
             "eps": result.get("epsilon", result.get("eps")),
@@ -229,7 +236,7 @@ def im_row(result: dict, report: dict | None, cost_scale: float, *, dataset: str
         "k": int(result.get("k", len(seeds))),
         "algorithm": algorithm,
         "label": label or algorithm,
-        "backend": result.get("backend"),
+        "backend": backend_name(result.get("backend")),
         "eps": result.get("epsilon", result.get("eps")),
         "estimated_spread": result.get("estimated_spread"),
         "oracle_spread": oracle,
