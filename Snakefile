@@ -37,8 +37,15 @@ wildcard_constraints:
     cell="(eta|k)[0-9]+",
 
 
+# Light jobs run on the submit host under a cluster executor (compute nodes may lack internet).
 localrules:
     all,
+    download,
+    datasets_table,
+    amcss_tables,
+    amcss_figure,
+    amcss_verification_figure,
+    im_tables,
 
 
 rule all:
