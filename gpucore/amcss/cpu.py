@@ -1,0 +1,330 @@
+"""CPU backend of AMCSS: NumPy arrays in the segment/offset layout, Numba kernels over segments.
+
+``update=True`` in the driver gives MERIT on the CPU; ``update=False`` gives PASTI (regenerate
+every round, all cores) and with one thread ASTI (cost-aware). See ``kernels_cpu`` for the kernels.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from gpucore.amcss import kernels_cpu as K
+from gpucore.amcss.layout import Collection, MemoryBudget, collection_bytes, collection_sets, plan_segment_length
+from gpucore.amcss.primitives import Primitives
+from gpucore.backend import set_cpu_threads
+from gpucore.errors import GpucoreError
+from gpucore.graph.model import Graph
+
+
+class CpuPrimitives(Primitives):
+    name = "cpu"
+
+    def __init__(self, graph: Graph, model: str, budget: MemoryBudget, threads: int | None = None,
+                 segments: int | None = None):
+        set_cpu_threads(threads)
+        self.graph = graph
+        self.model = model
+        self.is_lt = model == "LT"
+        self.budget = budget
+        n, m = graph.n, graph.m
+        self.n = n
+        self.T = int(numba.get_num_threads())
+        self.S = int(segments) if segments else max(1, 8 * self.T)
+        in_w, out_w = graph.edge_probabilities(model)
+        self.in_indptr = np.ascontiguousarray(graph.in_indptr, dtype=np.int64)
+        self.in_src = np.ascontiguousarray(graph.in_src, dtype=np.int32)
+        self.in_eid = np.ascontiguousarray(graph.in_eid, dtype=np.int32)
+        self.in_w = np.ascontiguousarray(in_w, dtype=np.float32)
+        self.out_indptr = np.ascontiguousarray(graph.out_indptr, dtype=np.int64)
+        self.out_dst = np.ascontiguousarray(graph.out_dst, dtype=np.int32)
+        self.out_w = np.ascontiguousarray(out_w, dtype=np.float32)
+        self.cost = np.ascontiguousarray(graph.cost, dtype=np.float32)
+        budget.reserve_fixed(self.T * n * 12 + 8 * self.T, "per-thread scratch (marks, coverage deltas, work lists)")
+        budget.reserve_fixed(n * (4 + 4 + 1 + 1 + 4 + 4 + 8), "per-node state")
+        if self.is_lt:
+            budget.reserve_fixed(16 * m, "fixed-point LT weights")
+            q_in = np.empty(m, dtype=np.int64)
+            K.fixed_weights(self.in_w, q_in)
+            self.lt_cum = np.empty(m, dtype=np.int64)
+            K.lt_prefix(self.in_indptr, q_in, self.lt_cum)
+            del q_in
+            self.q_out = np.empty(m, dtype=np.int64)
+            K.fixed_weights(self.out_w, self.q_out)
+        else:
+            self.lt_cum = np.zeros(1, dtype=np.int64)
+            self.q_out = np.zeros(1, dtype=np.int64)
+        self.mark = np.zeros((self.T, n), dtype=np.int32)
+        self.buf = np.zeros((self.T, n), dtype=np.int32)
+        self.delta = np.zeros((self.T, n), dtype=np.int32)
+        self.stamps = np.zeros(self.T, dtype=np.int64)
+        self.cnt = np.zeros(n, dtype=np.int32)
+        self.cnt2 = np.zeros(n, dtype=np.int32)
+        self.active = np.zeros(n, dtype=np.uint8)
+        self.excluded = np.zeros(n, dtype=np.uint8)
+        self.residual = np.arange(n, dtype=np.int32)
+        self.n_res = n
+        self.lt_acc = np.zeros(n, dtype=np.int64)
+        self.queue = np.zeros(n, dtype=np.int32)
+        self.errors = np.zeros(1, dtype=np.int64)
+        self.world_seed = np.uint64(0)
+        self.seed = np.uint64(0)
+        self.coll: Collection | None = None
+        self.k_last = 1.0
+        self.stats = {"relayouts": 0}
+        #: size the segments ahead of Generate/Update from the measured set sizes (tests turn it off
+        #: to exercise the overflow -> grow -> resume path)
+        self.preplan = True
+
+    # ---- realization -------------------------------------------------------------------------
+    def start(self, world_seed: int, sample_seed: int) -> None:
+        self.world_seed = np.uint64(world_seed)
+        self.seed = np.uint64(sample_seed)
+        self.cnt[:] = 0
+        self.cnt2[:] = 0
+        self.active[:] = 0
+        self.excluded[:] = 0
+        self.residual = np.arange(self.n, dtype=np.int32)
+        self.n_res = self.n
+        self.lt_acc[:] = 0
+        self.delta[:] = 0
+        if self.coll is None:
+            self.coll = self._allocate(self.S, 2, 256, None)
+        self._empty()
+        self.coll.next_id = 0
+
+    @property
+    def n_residual(self) -> int:
+        return int(self.n_res)
+
+    @property
+    def theta(self) -> int:
+        return int(self.coll.theta)
+
+    # ---- layout management -------------------------------------------------------------------
+    def _allocate(self, S: int, L: int, l: int, old: Collection | None) -> Collection:
+        current = old.nbytes if old is not None else 0
+        self.budget.check_collection(current, collection_bytes(S, l, L), f"an mRR-set collection of {S} x {l:,} entries")
+        return Collection(
+            S=S, L=L, l=l,
+            mrr=np.empty(S * l, dtype=np.int32),
+            offset=np.zeros(S * L, dtype=np.int64),
+            nroots=np.zeros(S * L, dtype=np.int32),
+            set_id=np.zeros(S * L, dtype=np.int64),
+            flag=np.zeros(S * L, dtype=np.uint8),
+            count=np.zeros(S, dtype=np.int64),
+            lo=np.zeros(S, dtype=np.int64),
+            hi=np.zeros(S, dtype=np.int64),
+            status=np.zeros(S, dtype=np.int8),
+            upd=np.zeros((S, 5), dtype=np.int64),
+        )
+
+    def _empty(self) -> None:
+        c = self.coll
+        c.offset[:] = 0
+        c.count[:] = 0
+        c.lo[:] = 0
+        c.hi[:] = 0
+        c.flag[:] = 0
+        c.theta = 0
+        c.entries = 0
+
+    def _reshape(self, L: int | None = None, l: int | None = None) -> None:
+        """Give the collection more slots per segment (L) and/or longer segments (l), same content."""
+        old = self.coll
+        L = max(L or old.L, old.L)
+        l = max(l or old.l, old.l)
+        if L == old.L and l == old.l:
+            return
+        if l > old.l:
+            span = int((old.hi - old.lo).max()) if old.S else 0
+            assert span <= old.l
+        new = self._allocate(old.S, L, l, old)
+        if l != old.l:
+            K.relayout_kernel(old.S, old.l, old.mrr, l, new.mrr, old.lo, old.hi)
+            self.stats["relayouts"] += 1
+        else:
+            new.mrr = old.mrr
+        if L != old.L:
+            K.reslot_kernel(old.S, old.L, L, old.offset, old.nroots, old.set_id, old.flag,
+                            new.offset, new.nroots, new.set_id, new.flag, old.count)
+        else:
+            new.offset, new.nroots, new.set_id, new.flag = old.offset, old.nroots, old.set_id, old.flag
+        new.count, new.lo, new.hi, new.status, new.upd = old.count, old.lo, old.hi, old.status, old.upd
+        new.theta, new.next_id, new.entries, new.stats = old.theta, old.next_id, old.entries, old.stats
+        self.coll = new
+
+    def _ensure_slots(self, theta: int) -> None:
+        need = -(-theta // self.S) + 1
+        if need > self.coll.L:
+            self._reshape(L=max(need, min(2 * self.coll.L, need + 1024)))
+
+    def _ensure_entries(self, entries: float) -> None:
+        l = plan_segment_length(entries, self.S)
+        if l > self.coll.l:
+            self._reshape(l=l)
+
+    def _grow_after_overflow(self, measured_entries: float) -> None:
+        c = self.coll
+        l = int(math.ceil(c.l * 1.5))
+        if self.preplan:
+            l = max(l, plan_segment_length(measured_entries, self.S))
+        span = int((c.hi - c.lo).max())
+        l = max(l, span + 1)
+        self._reshape(l=l)
+
+    def _check(self) -> None:
+        if self.errors[0]:
+            raise GpucoreError("internal error: a Numba worker thread id exceeded the thread count")
+
+    def _graph_args(self):
+        return (self.in_indptr, self.in_src, self.in_eid, self.in_w, self.lt_cum, self.active,
+                self.residual, np.int64(self.n_res))
+
+    # ---- collection --------------------------------------------------------------------------
+    def generate(self, theta_new: int, k: float, rnd: int) -> None:
+        c = self.coll
+        theta_prev = c.theta
+        if theta_new <= theta_prev:
+            return
+        if theta_new >= 2**31 - 1:
+            raise GpucoreError(f"amcss: {theta_new:,} mRR-sets exceed the int32 coverage counters")
+        self._ensure_slots(theta_new)
+        avg = c.entries / theta_prev if theta_prev else max(1.0, k) * 4.0 + 4.0
+        if self.preplan:
+            self._ensure_entries(c.entries + (theta_new - theta_prev) * avg)
+        id_base = c.next_id
+        while True:
+            c = self.coll
+            with numba.parallel_chunksize(1):
+                K.generate_kernel(
+                    c.S, c.L, c.l, c.mrr, c.offset, c.nroots, c.set_id, c.flag, c.count, c.lo, c.hi, c.status,
+                    np.int64(theta_prev), np.int64(theta_new), np.int64(id_base), np.float64(k), self.seed,
+                    np.int64(rnd), self.is_lt, *self._graph_args(),
+                    self.mark, self.stamps, self.buf, self.delta, self.errors,
+                )
+            self._check()
+            if not (c.status == K.ST_NEED_SPACE).any():
+                break
+            done = int(c.count.sum())
+            have = int(K.total_entries(c.S, c.L, c.offset, c.count))
+            per_set = have / max(1, done)
+            self._grow_after_overflow(per_set * theta_new)
+        K.fold_delta(self.cnt, self.delta)
+        c = self.coll
+        c.theta = theta_new
+        c.next_id = id_base + (theta_new - theta_prev)
+        c.entries = int(K.total_entries(c.S, c.L, c.offset, c.count))
+        self.k_last = k
+
+    def update(self, k: float, rnd: int) -> dict:
+        c = self.coll
+        polluted = int(K.count_flags(c.S, c.L, c.flag, c.count))
+        stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries}
+        if c.theta == 0:
+            return stats
+        growth = max(1.0, k / max(self.k_last, 1e-300))
+        if self.preplan:
+            self._ensure_entries(c.entries * growth * 1.05)
+        c = self.coll
+        K.update_init_kernel(c.S, c.L, c.offset, c.nroots, c.count, c.status, c.upd)
+        while True:
+            c = self.coll
+            with numba.parallel_chunksize(1):
+                K.update_kernel(
+                    c.S, c.L, c.l, c.mrr, c.offset, c.nroots, c.set_id, c.flag, c.count, c.lo, c.hi, c.status,
+                    c.upd, np.float64(k), self.seed, np.int64(rnd), self.is_lt, *self._graph_args(),
+                    self.mark, self.stamps, self.buf, self.delta, self.errors,
+                )
+            self._check()
+            if not (c.status == K.ST_NEED_SPACE).any():
+                break
+            self._grow_after_overflow(c.entries * growth * 1.5)
+        K.fold_delta(self.cnt, self.delta)
+        c = self.coll
+        c.entries = int(K.total_entries(c.S, c.L, c.offset, c.count))
+        stats["entries_after"] = c.entries
+        self.k_last = k
+        return stats
+
+    def clear(self) -> None:
+        self._empty()
+        self.cnt[:] = 0
+
+    # ---- selection ---------------------------------------------------------------------------
+    def select(self, b: int, last_discover: bool = True) -> tuple[np.ndarray, int]:
+        c = self.coll
+        self.cnt2[:] = self.cnt
+        K.clear_flags(c.S, c.L, c.flag, c.count)
+        seeds = []
+        coverage = 0
+        for q in range(b):
+            u = int(K.argmax_ratio(self.cnt2, self.cost, self.residual, np.int64(self.n_res), self.excluded))
+            if u < 0:
+                break
+            coverage += int(self.cnt2[u])
+            seeds.append(u)
+            self.excluded[u] = 1
+            if q + 1 < b or last_discover:
+                with numba.parallel_chunksize(1):
+                    K.discover_kernel(c.S, c.L, c.l, c.mrr, c.offset, c.flag, c.count, np.int64(u),
+                                      self.excluded, self.delta, self.errors)
+                K.fold_delta(self.cnt2, self.delta)
+        self._check()
+        seeds = np.asarray(seeds, dtype=np.int64)
+        self.excluded[seeds] = 0
+        return seeds, coverage
+
+    def commit(self) -> None:
+        self.cnt, self.cnt2 = self.cnt2, self.cnt
+
+    # ---- observation -------------------------------------------------------------------------
+    def diffuse(self, seeds: np.ndarray) -> np.ndarray:
+        seeds = np.asarray(seeds, dtype=np.int32)
+        if self.is_lt:
+            count = K.diffuse_lt(seeds, self.active, self.out_indptr, self.out_dst, self.q_out, self.lt_acc,
+                                 self.world_seed, self.queue)
+        else:
+            count = K.diffuse_ic(seeds, self.active, self.out_indptr, self.out_dst, self.out_w,
+                                 self.world_seed, self.queue)
+        newly = self.queue[:count].astype(np.int64)
+        self.residual = np.flatnonzero(self.active == 0).astype(np.int32)
+        self.n_res = int(self.residual.size)
+        return newly
+
+    def discover_active(self) -> int:
+        c = self.coll
+        before = int(K.count_flags(c.S, c.L, c.flag, c.count))
+        with numba.parallel_chunksize(1):
+            K.discover_kernel(c.S, c.L, c.l, c.mrr, c.offset, c.flag, c.count, np.int64(-1), self.active,
+                              self.delta, self.errors)
+        K.fold_delta(self.cnt, self.delta)
+        self._check()
+        return int(K.count_flags(c.S, c.L, c.flag, c.count)) - before
+
+    def mark_active(self, nodes) -> None:
+        """Test hook: make ``nodes`` active without a diffusion (then call discover_active)."""
+        self.active[np.asarray(nodes, dtype=np.int64)] = 1
+        self.residual = np.flatnonzero(self.active == 0).astype(np.int32)
+        self.n_res = int(self.residual.size)
+
+    # ---- inspection --------------------------------------------------------------------------
+    def collection_sets(self):
+        return collection_sets(self.coll)
+
+    def coverage(self) -> np.ndarray:
+        return self.cnt.copy()
+
+    def active_mask(self) -> np.ndarray:
+        return self.active.copy()
+
+    def flags(self) -> dict[int, int]:
+        """set_id -> flag (tests)."""
+        c = self.coll
+        out = {}
+        for s in range(c.S):
+            for r in range(int(c.count[s])):
+                out[int(c.set_id[s * c.L + r])] = int(c.flag[s * c.L + r])
+        return out

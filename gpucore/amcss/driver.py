@@ -1,0 +1,241 @@
+"""Algorithm 1 (MERIT) and its regenerating baselines, backend-independent.
+
+``run_amcss`` validates the input, builds the backend's ``Primitives`` once and runs every world
+realization: per round it computes the bounds (``gpucore.amcss.bounds``), updates (MERIT) or
+clears (PASTI/ASTI) the collection, generates sets while the batch fails the acceptance test
+(theta doubling up to theta_max, accepted there anyway), observes the diffusion of the batch on
+the world and Discovers the polluted sets. Every phase is timed; the result is a JSON-ready dict.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+from gpucore.amcss.bounds import round_bounds
+from gpucore.amcss.layout import MemoryBudget
+from gpucore.amcss.primitives import Primitives, load_primitives
+from gpucore.backend import available_ram, get_backend
+from gpucore.errors import GpucoreError
+from gpucore.graph.costs import check_costs
+from gpucore.graph.model import Graph
+from gpucore.progress import status
+from gpucore.random import Stream, mix_py, world_seed_of
+
+MODELS = ("IC", "LT")
+PHASES = ("generate", "update", "select", "diffuse", "discover")
+#: share of the available RAM used as the default memory budget
+DEFAULT_BUDGET_SHARE = 0.8
+
+
+def sample_seed_of(run_seed: int, realization: int) -> int:
+    """Key seed of the mRR-sets of realization r: mix(run_seed, WORLD, r, 1).
+
+    (The world itself is ``world_seed_of(run_seed, r) = mix(run_seed, WORLD, r)``; the sampling
+    chain is one step longer, so the sets never share a key with the world.)
+    """
+    return mix_py(run_seed, int(Stream.WORLD), realization, 1)
+
+
+def algorithm_name(update: bool, backend: str, threads: int | None) -> str:
+    if update:
+        return "MERIT"
+    if backend == "cuda":
+        return "GAMCSS"
+    return "ASTI" if threads == 1 else "PASTI"
+
+
+def validate(graph: Graph, model: str, eta, batch, eps, realizations) -> None:
+    """Raise GpucoreError (one line, naming the parameter) on bad input."""
+    if model not in MODELS:
+        raise GpucoreError(f"--model {model!r}: choose IC or LT")
+    if isinstance(eta, bool) or not isinstance(eta, (int, np.integer)) or not 1 <= int(eta) <= graph.n:
+        raise GpucoreError(f"--eta {eta!r}: must be an integer in [1, n={graph.n:,}] for {graph.path}")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or int(batch) < 1:
+        raise GpucoreError(f"--batch {batch!r}: must be an integer >= 1")
+    if not isinstance(eps, (int, float, np.floating)) or not (0.0 < float(eps) < 1.0) or math.isnan(float(eps)):
+        raise GpucoreError(f"--eps {eps!r}: must lie strictly between 0 and 1")
+    if isinstance(realizations, bool) or not isinstance(realizations, (int, np.integer)) or int(realizations) < 1:
+        raise GpucoreError(f"--realizations {realizations!r}: must be an integer >= 1")
+    cost = getattr(graph, "cost", None)
+    if cost is None or np.asarray(cost).shape != (graph.n,):
+        raise GpucoreError(f"{graph.path}: the graph has no seed cost for every vertex (re-run preprocess with --cost)")
+    check_costs(np.asarray(cost), f"{graph.path}: seed costs")
+
+
+def make_primitives(graph: Graph, model: str, backend: str = "cpu", threads: int | None = None,
+                    memory_budget: int | None = None, segments: int | None = None) -> Primitives:
+    """The backend's primitives for (graph, model) under a memory budget (bytes; default from RAM)."""
+    be = get_backend(backend)
+    if memory_budget is None:
+        memory_budget = int(be.free_memory() * DEFAULT_BUDGET_SHARE) if be.is_cuda else int(
+            available_ram() * DEFAULT_BUDGET_SHARE)
+    if memory_budget <= 0:
+        raise GpucoreError(f"--memory-budget {memory_budget}: must be positive")
+    budget = MemoryBudget(memory_budget, what=f"amcss on {graph.path}")
+    cls = load_primitives(be.name)
+    return cls(graph, model, budget=budget, threads=threads, segments=segments)
+
+
+def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch: int, eps: float,
+                    world_seed: int, sample_seed: int, update: bool = True, label: str = "",
+                    on_round=None) -> dict:
+    """One adaptive run on one world realization; returns its JSON-ready record."""
+    t_start = time.perf_counter()
+    prims.start(world_seed, sample_seed)
+    eta_i = int(eta)
+    rounds = []
+    total_cost = 0.0
+    active = 0
+    rnd = 0
+    cost = np.asarray(graph.cost)
+    while eta_i > 0:
+        rnd += 1
+        sec = dict.fromkeys(PHASES, 0.0)
+        n_i = prims.n_residual
+        bounds = round_bounds(n_i, batch, eps)
+        k = n_i / eta_i
+        upd_stats = None
+        t = time.perf_counter()
+        if update and prims.theta > 0:
+            upd_stats = prims.update(k, rnd)
+            sec["update"] += time.perf_counter() - t
+        elif not update:
+            prims.clear()
+        theta = max(prims.theta, bounds.theta_0_int)
+        trials = 0
+        while True:
+            if theta > prims.theta:
+                t = time.perf_counter()
+                prims.generate(theta, k, rnd)
+                sec["generate"] += time.perf_counter() - t
+            t = time.perf_counter()
+            seeds, coverage = prims.select(bounds.b, last_discover=update)
+            sec["select"] += time.perf_counter() - t
+            trials += 1
+            accepted = bounds.accept(coverage)
+            if accepted or theta >= bounds.theta_max_int:
+                break
+            theta = min(2 * theta, bounds.theta_max_int)
+        t = time.perf_counter()
+        prims.commit()
+        sec["select"] += time.perf_counter() - t
+        t = time.perf_counter()
+        newly = prims.diffuse(seeds)
+        sec["diffuse"] += time.perf_counter() - t
+        eta_i -= int(newly.size)
+        active += int(newly.size)
+        polluted = None
+        if update and eta_i > 0:
+            t = time.perf_counter()
+            polluted = prims.discover_active()
+            sec["discover"] += time.perf_counter() - t
+        round_cost = float(cost[seeds].astype(np.float64).sum())
+        total_cost += round_cost
+        record = {
+            "round": rnd,
+            "seeds": [int(x) for x in np.asarray(graph.original_id)[seeds]],
+            "seed_ids": [int(x) for x in seeds],
+            "cost": round_cost,
+            "newly_active": int(newly.size),
+            "theta": int(prims.theta),
+            "eta_before": int(eta_i + newly.size),
+            "n_residual": int(n_i),
+            "k": k,
+            "trials": trials,
+            "theta_0": bounds.theta_0_int,
+            "theta_max": bounds.theta_max_int,
+            "coverage": int(coverage),
+            "accepted_by": "test" if accepted else "theta_max",
+            "seconds": sec,
+        }
+        if upd_stats is not None:
+            record["update"] = upd_stats
+        if polluted is not None:
+            record["polluted"] = int(polluted)
+        rounds.append(record)
+        if on_round is not None:
+            on_round(record)
+        status(
+            f"{label}round {rnd}: +{newly.size} active ({active:,}/{eta:,}), batch cost {round_cost:.4g}, "
+            f"theta {prims.theta:,} after {trials} trial(s)"
+        )
+    seconds = time.perf_counter() - t_start
+    return {
+        "world_seed": int(world_seed),
+        "sample_seed": int(sample_seed),
+        "rounds": rounds,
+        "total_cost": total_cost,
+        "total_cost_normalized": total_cost / float(graph.cost_scale) if graph.cost_scale else total_cost,
+        "seeds_count": int(sum(len(r["seed_ids"]) for r in rounds)),
+        "active": active,
+        "reached": active >= eta,
+        "seconds": seconds,
+        "seconds_by_phase": {p: float(sum(r["seconds"][p] for r in rounds)) for p in PHASES},
+    }
+
+
+def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, eps: float = 0.5,
+              realizations: int = 1, seed: int = 0, update: bool = True, threads: int | None = None,
+              backend: str = "cpu", memory_budget: int | None = None, segments: int | None = None,
+              primitives: Primitives | None = None, first_realization: int = 0, on_round=None) -> dict:
+    """Run AMCSS (MERIT with ``update=True``; PASTI / ASTI (threads=1) / GAMCSS (cuda) without)."""
+    validate(graph, model, eta, batch, eps, realizations)
+    eta, batch, eps, realizations = int(eta), int(batch), float(eps), int(realizations)
+    t0 = time.perf_counter()
+    prims = primitives or make_primitives(graph, model, backend, threads, memory_budget, segments)
+    setup = time.perf_counter() - t0
+    be = get_backend(prims.name)
+    out_real = []
+    for r in range(first_realization, first_realization + realizations):
+        ws = world_seed_of(seed, r)
+        ss = sample_seed_of(seed, r)
+        rec = run_realization(prims, graph, model, eta, batch, eps, ws, ss, update=update,
+                              label=f"realization {r + 1}/{first_realization + realizations} ", on_round=on_round)
+        rec = {"realization": r, **rec}
+        out_real.append(rec)
+    costs = [r["total_cost"] for r in out_real]
+    result = {
+        "kind": "amcss",
+        "graph": {"path": str(graph.path), "sha256": graph.sha256, "n": int(graph.n), "m": int(graph.m),
+                  "cost_scale": float(graph.cost_scale)},
+        "model": model,
+        "eta": eta,
+        "batch": batch,
+        "epsilon": eps,
+        "algorithm": algorithm_name(update, prims.name, threads),
+        "backend": prims.name,
+        "update": bool(update),
+        "seed": int(seed),
+        "threads": getattr(prims, "T", None),
+        "segments": getattr(prims, "S", None),
+        "device": be.device_info(),
+        "keys": {
+            "world_seed": "mix(seed, WORLD=20, r)",
+            "sample_seed": "mix(seed, WORLD=20, r, 1)",
+            "ic_coin": "uniform(mix(sample_seed, COIN=1, j, edge_id)) < p",
+            "root_draw": "residual[mix(sample_seed, ROOT=2, j, round, d) mod n_i]",
+            "lt_choice": "lt_draw(mix(sample_seed, LT_CHOICE=3, j, v, attempt))",
+            "root_count": "floor(n_i/eta_i + uniform(mix(sample_seed, ROOT_COUNT=4, j)))",
+        },
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "realizations": out_real,
+        "summary": {
+            "realizations": len(out_real),
+            "reached_all": all(r["reached"] for r in out_real),
+            "mean_total_cost": float(np.mean(costs)),
+            "mean_total_cost_normalized": float(np.mean([r["total_cost_normalized"] for r in out_real])),
+            "mean_rounds": float(np.mean([len(r["rounds"]) for r in out_real])),
+            "mean_seeds": float(np.mean([r["seeds_count"] for r in out_real])),
+            "mean_active": float(np.mean([r["active"] for r in out_real])),
+            "mean_seconds": float(np.mean([r["seconds"] for r in out_real])),
+            "total_seconds": float(sum(r["seconds"] for r in out_real)),
+            "setup_seconds": setup,
+            "seconds_by_phase": {p: float(sum(r["seconds_by_phase"][p] for r in out_real)) for p in PHASES},
+            "max_theta": int(max(rd["theta"] for r in out_real for rd in r["rounds"])),
+        },
+    }
+    return result

@@ -1,0 +1,624 @@
+"""Numba kernels of the CPU backend: Generate, Update, Discover, Select and Diffuse on the layout.
+
+Each kernel processes the segments in parallel (``prange``; one segment = one GPU block) and every
+random decision is keyed (``gpucore.amcss`` documents the keys), so the result never depends on
+the thread count or the schedule. Per-thread scratch (rows of ``[T, n]`` arrays, indexed by
+``numba.get_thread_id()``):
+
+- ``mark``: int32 stamps. For the set in progress with stamp s (``base = 4 s``):
+  ``base`` member, ``base+1`` root, ``base+2`` excluded (complement root draw, not a member),
+  ``base+3`` excluded member; anything below ``base`` is "not in the set".
+- ``delta``: int32 coverage changes of this thread, folded into ``cnt`` by ``fold_delta``.
+- ``buf``: int32 work list (kept roots of a polluted set, excluded nodes of a complement draw).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from gpucore.random.hashing import index_below, mix3, mix5, step, uniform
+from gpucore.random.worlds import ic_live, lt_draw, lt_fixed_weight, lt_threshold
+
+COIN = np.uint64(1)  # Stream.COIN
+ROOT = np.uint64(2)  # Stream.ROOT
+LT_CHOICE = np.uint64(3)  # Stream.LT_CHOICE
+ROOT_COUNT = np.uint64(4)  # Stream.ROOT_COUNT
+
+MODE_FRESH = 0
+MODE_CLEAN = 1
+MODE_POLLUTED = 2
+STAMP_LIMIT = (1 << 29) - 2
+
+ST_DONE = 0
+ST_NEED_SPACE = 1
+ST_PENDING = 2
+
+
+@njit(inline="always", cache=True)
+def root_count(seed, j, k, n_res):
+    """floor(k + u_j) with u_j = uniform(mix(seed, ROOT_COUNT, j)), at most n_res."""
+    u = uniform(mix3(seed, ROOT_COUNT, np.uint64(j)))
+    c = np.int64(np.floor(k + u))
+    if c > n_res:
+        c = n_res
+    if c < 1:
+        c = 1
+    return c
+
+
+@njit(cache=True)
+def _next_stamp(stamps, mark, tid):
+    s = stamps[tid] + 1
+    if s >= STAMP_LIMIT:
+        mark[tid, :] = 0
+        s = 1
+    stamps[tid] = s
+    return s
+
+
+@njit(cache=True)
+def _lt_pick(lt_cum, lo, hi, r):
+    """Smallest k in [lo, hi) with r < lt_cum[k] (caller checked r < lt_cum[hi-1])."""
+    a = lo
+    b = hi - 1
+    while a < b:
+        c = (a + b) >> 1
+        if r < lt_cum[c]:
+            b = c
+        else:
+            a = c + 1
+    return a
+
+
+@njit(cache=True)
+def build_set(
+    mode, mrr, seg_base, l, bw, guard, src_start, src_end, src_nroots,
+    j, target, seed, rnd, is_lt,
+    in_indptr, in_src, in_eid, in_w, lt_cum,
+    active, residual, n_res,
+    mark, tid, base, buf, delta,
+):
+    """Write set ``j`` at logical position ``bw`` of a segment; never at or past ``guard``.
+
+    mode FRESH: ``target`` roots drawn from V_i, reverse BFS from all of them.
+    mode CLEAN: copy the source set (its first ``src_nroots`` entries are its roots), extend the
+    roots to ``target`` by uniform draws from V_i minus the roots (a draw inside the set promotes
+    that member, Lemma 3.4; a draw outside is a fresh root), reverse BFS from the fresh roots only.
+    mode POLLUTED: keep the source roots that are not active (K1), draw the rest from V_i minus K1
+    (Lemma 3.6), reverse BFS from all roots.
+    In every mode the result is the reverse-reachable set of the new roots on G_i under set j's
+    own keys, roots first. Returns (status, end, moved_start, moved_end, moved_nroots): status 1 =
+    the guard was hit; then the source has been moved to ``[moved_start, moved_end)`` (or
+    moved_start = -1 when it was not touched) and the coverage changes are undone.
+    """
+    member = base
+    root = base + 1
+    excl = base + 2
+    excl_member = base + 3
+    pos = bw
+    counted_from = bw
+    c = 0
+    moved_start = -1
+    moved_end = -1
+    moved_nroots = 0
+    if mode == MODE_CLEAN:
+        ln = src_end - src_start
+        if bw + ln > guard:
+            return 1, bw, -1, -1, 0
+        for i in range(ln):
+            v = mrr[seg_base + (src_start + i) % l]
+            mrr[seg_base + (bw + i) % l] = v
+            if i < src_nroots:
+                mark[tid, v] = root
+            else:
+                mark[tid, v] = member
+        pos = bw + ln
+        counted_from = pos
+        c = src_nroots
+        moved_start = bw
+        moved_end = pos
+        moved_nroots = src_nroots
+    elif mode == MODE_POLLUTED:
+        nk = 0
+        for i in range(src_nroots):
+            v = mrr[seg_base + (src_start + i) % l]
+            if active[v] == 0:
+                buf[tid, nk] = v
+                nk += 1
+        if bw + nk > guard:
+            return 1, bw, -1, -1, 0
+        for i in range(nk):
+            v = buf[tid, i]
+            mrr[seg_base + (bw + i) % l] = v
+            mark[tid, v] = root
+            delta[tid, v] += 1
+        pos = bw + nk
+        c = nk
+        moved_start = bw
+        moved_end = pos
+        moved_nroots = nk
+    probe_from = pos if mode == MODE_CLEAN else bw
+    overflow = False
+
+    # ---- roots: extend to `target` by uniform draws from V_i minus the current roots
+    t = target - c
+    m = n_res - c
+    jj = np.uint64(j)
+    rr = np.uint64(rnd)
+    if t > 0 and 2 * t <= m:
+        d = 0
+        got = 0
+        while got < t:
+            h = mix5(seed, ROOT, jj, rr, np.uint64(d))
+            d += 1
+            u = residual[index_below(h, n_res)]
+            mu = mark[tid, u]
+            if mu == root:
+                continue
+            got += 1
+            if mu == member:
+                mark[tid, u] = root  # promoted: already in the set, its reverse BFS is done
+                continue
+            if pos >= guard:
+                overflow = True
+                break
+            mrr[seg_base + pos % l] = u
+            pos += 1
+            mark[tid, u] = root
+            delta[tid, u] += 1
+    elif t > 0:
+        # complement: choose the m - t nodes of V_i \ K that do NOT become roots, then take the rest
+        e = m - t
+        d = 0
+        got = 0
+        while got < e:
+            h = mix5(seed, ROOT, jj, rr, np.uint64(d))
+            d += 1
+            u = residual[index_below(h, n_res)]
+            mu = mark[tid, u]
+            if mu == root or mu == excl or mu == excl_member:
+                continue
+            buf[tid, got] = u
+            got += 1
+            if mu == member:
+                mark[tid, u] = excl_member
+            else:
+                mark[tid, u] = excl
+        for idx in range(n_res):
+            u = residual[idx]
+            mu = mark[tid, u]
+            if mu == root or mu == excl or mu == excl_member:
+                continue
+            if mu == member:
+                mark[tid, u] = root
+                continue
+            if pos >= guard:
+                overflow = True
+                break
+            mrr[seg_base + pos % l] = u
+            pos += 1
+            mark[tid, u] = root
+            delta[tid, u] += 1
+        if not overflow:
+            for i in range(e):
+                u = buf[tid, i]
+                if mark[tid, u] == excl_member:
+                    mark[tid, u] = member
+                else:
+                    mark[tid, u] = 0
+
+    # ---- reverse BFS (the set's own entries are the queue)
+    if not overflow:
+        rp = probe_from
+        if is_lt:
+            while rp < pos and not overflow:
+                v = mrr[seg_base + rp % l]
+                rp += 1
+                klo = in_indptr[v]
+                khi = in_indptr[v + 1]
+                if khi == klo:
+                    continue
+                last = lt_cum[khi - 1]
+                a = 0
+                while True:
+                    r = lt_draw(mix5(seed, LT_CHOICE, jj, np.uint64(v), np.uint64(a)))
+                    a += 1
+                    if r >= last:
+                        break  # no in-arc chosen
+                    k = _lt_pick(lt_cum, klo, khi, r)
+                    u = in_src[k]
+                    if active[u] != 0:
+                        continue  # rejection: condition on "u not yet active" (correction 4)
+                    if mark[tid, u] < base:
+                        if pos >= guard:
+                            overflow = True
+                            break
+                        mrr[seg_base + pos % l] = u
+                        pos += 1
+                        mark[tid, u] = member
+                        delta[tid, u] += 1
+                    break
+        else:
+            prefix = mix3(seed, COIN, jj)
+            while rp < pos and not overflow:
+                v = mrr[seg_base + rp % l]
+                rp += 1
+                for k in range(in_indptr[v], in_indptr[v + 1]):
+                    u = in_src[k]
+                    if active[u] != 0 or mark[tid, u] >= base:
+                        continue
+                    if uniform(step(prefix, np.uint64(in_eid[k]))) < np.float64(in_w[k]):
+                        if pos >= guard:
+                            overflow = True
+                            break
+                        mrr[seg_base + pos % l] = u
+                        pos += 1
+                        mark[tid, u] = member
+                        delta[tid, u] += 1
+
+    if overflow:
+        for p in range(counted_from, pos):
+            delta[tid, mrr[seg_base + p % l]] -= 1
+        return 1, pos, moved_start, moved_end, moved_nroots
+
+    # ---- roots first
+    if t > 0:
+        w = bw + c
+        for p in range(bw + c, pos):
+            ip = seg_base + p % l
+            v = mrr[ip]
+            if mark[tid, v] == root:
+                if p != w:
+                    iw = seg_base + w % l
+                    mrr[ip] = mrr[iw]
+                    mrr[iw] = v
+                w += 1
+    return 0, pos, moved_start, moved_end, moved_nroots
+
+
+@njit(parallel=True, cache=True)
+def generate_kernel(
+    S, L, l, mrr, offset, nroots, set_id, flag, count, lo, hi, status,
+    theta_prev, theta_new, id_base, k, seed, rnd, is_lt,
+    in_indptr, in_src, in_eid, in_w, lt_cum, active, residual, n_res,
+    mark, stamps, buf, delta, errors,
+):
+    """Grow every segment to its share of ``theta_new`` sets (fresh sets, ids by global index)."""
+    T = mark.shape[0]
+    for s in prange(S):
+        tid = numba.get_thread_id()
+        if tid >= T:
+            errors[0] = 1
+            continue
+        ob = s * L
+        seg_base = s * l
+        r1 = count[s]
+        r2 = theta_new // S + (1 if s < theta_new % S else 0)
+        bw = offset[ob + r1]
+        guard = offset[ob] + l
+        status[s] = ST_DONE
+        while r1 < r2:
+            g = r1 * S + s
+            j = id_base + (g - theta_prev)
+            target = root_count(seed, j, k, n_res)
+            stamp = _next_stamp(stamps, mark, tid)
+            st, end, _a, _b, _c = build_set(
+                MODE_FRESH, mrr, seg_base, l, bw, guard, 0, 0, 0, j, target, seed, rnd, is_lt,
+                in_indptr, in_src, in_eid, in_w, lt_cum, active, residual, n_res,
+                mark, tid, 4 * stamp, buf, delta,
+            )
+            if st != 0:
+                status[s] = ST_NEED_SPACE
+                break
+            set_id[ob + r1] = j
+            nroots[ob + r1] = target
+            flag[ob + r1] = 0
+            r1 += 1
+            offset[ob + r1] = end
+            bw = end
+        count[s] = r1
+        lo[s] = offset[ob]
+        hi[s] = bw
+
+
+@njit(parallel=True, cache=True)
+def update_init_kernel(S, L, offset, nroots, count, status, upd):
+    """Start an Update: every segment pending at slot 0, writing after its tail."""
+    for s in prange(S):
+        ob = s * L
+        r = count[s]
+        upd[s, 0] = 0
+        upd[s, 1] = offset[ob + r]
+        if r > 0:
+            upd[s, 2] = offset[ob]
+            upd[s, 3] = offset[ob + 1]
+            upd[s, 4] = nroots[ob]
+            status[s] = ST_PENDING
+        else:
+            status[s] = ST_DONE
+
+
+@njit(parallel=True, cache=True)
+def update_kernel(
+    S, L, l, mrr, offset, nroots, set_id, flag, count, lo, hi, status, upd,
+    k, seed, rnd, is_lt,
+    in_indptr, in_src, in_eid, in_w, lt_cum, active, residual, n_res,
+    mark, stamps, buf, delta, errors,
+):
+    """Update every set of every segment for round ``rnd`` (clean: extend; polluted: re-probe).
+
+    Segment s rewrites its sets in slot order 0..r-1 after its tail (circularly). While set t is
+    processed the oldest data still needed is the next pending set t+1 (or, for the last set, the
+    new first set), so writes stay below that start + l: then a set never overwrites anything but
+    its own, already read, source. If a write would pass that guard, the segment stops with its
+    state in ``upd`` (resumable after the driver has enlarged the segments).
+    """
+    T = mark.shape[0]
+    for s in prange(S):
+        if status[s] != ST_PENDING and status[s] != ST_NEED_SPACE:
+            continue
+        tid = numba.get_thread_id()
+        if tid >= T:
+            errors[0] = 1
+            continue
+        ob = s * L
+        seg_base = s * l
+        r = count[s]
+        t = upd[s, 0]
+        bw = upd[s, 1]
+        src_start = upd[s, 2]
+        src_end = upd[s, 3]
+        src_nr = upd[s, 4]
+        status[s] = ST_DONE
+        while t < r:
+            j = set_id[ob + t]
+            if t + 1 < r:
+                guard = offset[ob + t + 1] + l
+            elif t > 0:
+                guard = offset[ob] + l
+            else:
+                guard = bw + l
+            target = root_count(seed, j, k, n_res)
+            mode = MODE_POLLUTED if flag[ob + t] != 0 else MODE_CLEAN
+            stamp = _next_stamp(stamps, mark, tid)
+            st, end, ms, me, mn = build_set(
+                mode, mrr, seg_base, l, bw, guard, src_start, src_end, src_nr, j, target, seed, rnd, is_lt,
+                in_indptr, in_src, in_eid, in_w, lt_cum, active, residual, n_res,
+                mark, tid, 4 * stamp, buf, delta,
+            )
+            if st != 0:
+                if ms >= 0:
+                    src_start = ms
+                    src_end = me
+                    src_nr = mn
+                upd[s, 0] = t
+                upd[s, 1] = bw
+                upd[s, 2] = src_start
+                upd[s, 3] = src_end
+                upd[s, 4] = src_nr
+                low = src_start
+                if t + 1 < r:
+                    low = min(low, offset[ob + t + 1])
+                elif t > 0:
+                    low = min(low, offset[ob])
+                lo[s] = low
+                hi[s] = max(bw, src_end)
+                status[s] = ST_NEED_SPACE
+                break
+            offset[ob + t] = bw
+            nroots[ob + t] = target
+            flag[ob + t] = 0
+            bw = end
+            t += 1
+            if t < r:
+                src_start = offset[ob + t]
+                src_end = offset[ob + t + 1]
+                src_nr = nroots[ob + t]
+        if t == r:
+            offset[ob + r] = bw
+            upd[s, 0] = r
+            lo[s] = offset[ob]
+            hi[s] = bw
+
+
+@njit(parallel=True, cache=True)
+def relayout_kernel(S, l_old, mrr_old, l_new, mrr_new, lo, hi):
+    """Copy each segment's live logical range into a collection with longer segments."""
+    for s in prange(S):
+        for p in range(lo[s], hi[s]):
+            mrr_new[s * l_new + p % l_new] = mrr_old[s * l_old + p % l_old]
+
+
+@njit(parallel=True, cache=True)
+def reslot_kernel(S, L_old, L_new, offset_o, nroots_o, set_id_o, flag_o, offset_n, nroots_n, set_id_n, flag_n, count):
+    """Copy the per-slot arrays to a layout with more slots per segment."""
+    for s in prange(S):
+        r = count[s]
+        for i in range(r + 1):
+            offset_n[s * L_new + i] = offset_o[s * L_old + i]
+        for i in range(r):
+            nroots_n[s * L_new + i] = nroots_o[s * L_old + i]
+            set_id_n[s * L_new + i] = set_id_o[s * L_old + i]
+            flag_n[s * L_new + i] = flag_o[s * L_old + i]
+
+
+@njit(parallel=True, cache=True)
+def discover_kernel(S, L, l, mrr, offset, flag, count, node, mask, delta, errors):
+    """Flag the unflagged sets that contain ``node`` (node >= 0) or any v with mask[v] != 0
+    (node < 0), and take their members out of the coverage (delta -= 1). Returns nothing; the
+    number of newly flagged sets per segment is left in ``errors``-free form by the caller."""
+    T = delta.shape[0]
+    for s in prange(S):
+        tid = numba.get_thread_id()
+        if tid >= T:
+            errors[0] = 1
+            continue
+        ob = s * L
+        seg_base = s * l
+        for r in range(count[s]):
+            if flag[ob + r] != 0:
+                continue
+            start = offset[ob + r]
+            end = offset[ob + r + 1]
+            hit = False
+            if node >= 0:
+                for p in range(start, end):
+                    if mrr[seg_base + p % l] == node:
+                        hit = True
+                        break
+            else:
+                for p in range(start, end):
+                    if mask[mrr[seg_base + p % l]] != 0:
+                        hit = True
+                        break
+            if hit:
+                flag[ob + r] = 1
+                for p in range(start, end):
+                    delta[tid, mrr[seg_base + p % l]] -= 1
+
+
+@njit(parallel=True, cache=True)
+def fold_delta(cnt, delta):
+    """cnt += sum of the per-thread deltas; deltas back to zero."""
+    T = delta.shape[0]
+    n = cnt.shape[0]
+    for v in prange(n):
+        acc = 0
+        for t in range(T):
+            d = delta[t, v]
+            if d != 0:
+                acc += d
+                delta[t, v] = 0
+        if acc != 0:
+            cnt[v] += acc
+
+
+@njit(parallel=True, cache=True)
+def count_flags(S, L, flag, count):
+    total = 0
+    for s in prange(S):
+        c = 0
+        for r in range(count[s]):
+            if flag[s * L + r] != 0:
+                c += 1
+        total += c
+    return total
+
+
+@njit(parallel=True, cache=True)
+def clear_flags(S, L, flag, count):
+    for s in prange(S):
+        for r in range(count[s]):
+            flag[s * L + r] = 0
+
+
+@njit(parallel=True, cache=True)
+def argmax_ratio(cnt, cost, residual, n_res, excluded):
+    """argmax over v in residual[:n_res] with excluded[v] == 0 of cnt[v] / cost[v]; ties -> lowest id."""
+    chunks = 64
+    best_v = np.full(chunks, -1, dtype=np.int64)
+    best_r = np.full(chunks, -1.0, dtype=np.float64)
+    step_ = (n_res + chunks - 1) // chunks
+    for c in prange(chunks):
+        bv = -1
+        br = -1.0
+        for i in range(c * step_, min(n_res, (c + 1) * step_)):
+            v = residual[i]
+            if excluded[v] != 0:
+                continue
+            ratio = np.float64(cnt[v]) / np.float64(cost[v])
+            if ratio > br or (ratio == br and v < bv):
+                br = ratio
+                bv = v
+        best_v[c] = bv
+        best_r[c] = br
+    bv = -1
+    br = -1.0
+    for c in range(chunks):
+        if best_v[c] < 0:
+            continue
+        if best_r[c] > br or (best_r[c] == br and best_v[c] < bv):
+            br = best_r[c]
+            bv = best_v[c]
+    return bv
+
+
+@njit(cache=True)
+def diffuse_ic(seeds, active, out_indptr, out_dst, out_prob, world_seed, queue):
+    """Forward IC from ``seeds`` on the world: arc e live iff ic_live(world_seed, e, p_e).
+    Activates into ``active``; returns the number of newly active nodes (seeds included), listed
+    in ``queue[:count]``."""
+    tail = 0
+    for i in range(seeds.shape[0]):
+        v = seeds[i]
+        if active[v] == 0:
+            active[v] = 1
+            queue[tail] = v
+            tail += 1
+    head = 0
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for e in range(out_indptr[u], out_indptr[u + 1]):
+            v = out_dst[e]
+            if active[v] != 0:
+                continue
+            if ic_live(world_seed, np.uint64(e), out_prob[e]):
+                active[v] = 1
+                queue[tail] = v
+                tail += 1
+    return tail
+
+
+@njit(cache=True)
+def diffuse_lt(seeds, active, out_indptr, out_dst, q_out, acc, world_seed, queue):
+    """Forward LT: v activates once the fixed-point weights of its active in-arcs sum to more than
+    T_v = lt_threshold(world_seed, v). ``acc`` carries the sums of inactive nodes across rounds."""
+    tail = 0
+    for i in range(seeds.shape[0]):
+        v = seeds[i]
+        if active[v] == 0:
+            active[v] = 1
+            queue[tail] = v
+            tail += 1
+    head = 0
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for e in range(out_indptr[u], out_indptr[u + 1]):
+            v = out_dst[e]
+            if active[v] != 0:
+                continue
+            acc[v] += q_out[e]
+            if acc[v] > lt_threshold(world_seed, np.uint64(v)):
+                active[v] = 1
+                queue[tail] = v
+                tail += 1
+    return tail
+
+
+@njit(parallel=True, cache=True)
+def lt_prefix(in_indptr, q_in, out):
+    """Inclusive prefix sums of the fixed-point LT weights within each node's in-arcs."""
+    n = in_indptr.shape[0] - 1
+    for v in prange(n):
+        acc = np.int64(0)
+        for k in range(in_indptr[v], in_indptr[v + 1]):
+            acc += q_in[k]
+            out[k] = acc
+
+
+@njit(parallel=True, cache=True)
+def fixed_weights(w, out):
+    for i in prange(w.shape[0]):
+        out[i] = lt_fixed_weight(w[i])
+
+
+@njit(parallel=True, cache=True)
+def total_entries(S, L, offset, count):
+    tot = 0
+    for s in prange(S):
+        tot += offset[s * L + count[s]] - offset[s * L]
+    return tot

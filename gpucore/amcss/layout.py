@@ -1,0 +1,141 @@
+"""The segment/offset layout of an mRR-set collection (paper section 3.1), shared by all backends.
+
+A collection of ``theta`` multi-root reverse-reachable sets lives in
+
+=============  ===========  ===========================================================================
+array          dtype/shape  meaning
+=============  ===========  ===========================================================================
+``mrr``        int32 [S*l]  node ids; segment ``s`` owns ``mrr[s*l : (s+1)*l]``, used *circularly*
+``offset``     int64 [S*L]  ``offset[s*L + r]`` = logical start of the r-th set of segment s,
+                            ``offset[s*L + count[s]]`` = logical end of its last set
+``nroots``     int32 [S*L]  number of roots of the set in that slot: its first ``nroots`` entries
+``set_id``     int64 [S*L]  the set's identity ``j`` (all its random keys derive from it)
+``flag``       uint8 [S*L]  1 = covered by the candidate batch (Select) / polluted (after Discover(A))
+``count``      int64 [S]    number of sets in segment s
+``lo, hi``     int64 [S]    live logical range of segment s (``hi - lo <= l``); used to re-lay out
+=============  ===========  ===========================================================================
+
+*Logical positions*: offsets are int64 positions that only grow; entry ``p`` of segment ``s``
+sits at ``mrr[s*l + p % l]``. The length of a set is ``offset[r+1] - offset[r]`` (never ambiguous,
+unlike the paper's modulo form). Growing ``l`` copies each segment's live range ``[lo, hi)`` to the
+same logical positions of the larger array, so no offset changes.
+
+*Which set goes where*: sets are dealt round-robin: global index ``g`` lives in segment ``g % S``,
+slot ``g // S``; so segment s holds ``theta // S + (theta % S > s)`` sets (the paper's formula).
+The sets created by one Generate call from ``theta_prev`` to ``theta_new`` sets get the ids
+``next_id + (g - theta_prev)``, hence the *set of ids* of a collection, and every set's content,
+does not depend on S: CPU and GPU collections with different segment counts are equal as maps
+``set_id -> (roots, members)`` (see ``collection_sets``).
+
+Update keeps every set in its segment and slot (the sets of a segment are rewritten in slot order
+after the segment's tail, circularly; see ``gpucore.amcss.cpu``), so counts keep the formula.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpucore.errors import OutOfMemoryError, format_bytes
+
+#: bytes per slot: offset (8) + set_id (8) + nroots (4) + flag (1)
+SLOT_BYTES = 8 + 8 + 4 + 1
+#: bytes per segment: count, lo, hi, status, update state (next, bw, src start/end/nroots)
+SEGMENT_BYTES = 8 * 9
+
+
+def sets_in_segment(theta: int, segments: int, s) -> int:
+    """Number of sets of segment ``s`` when the collection holds ``theta`` sets."""
+    return theta // segments + (np.asarray(s) < theta % segments)
+
+
+def collection_bytes(segments: int, seg_len: int, slots: int) -> int:
+    """Bytes of the collection arrays for S segments of l entries and L slots each."""
+    return segments * (seg_len * 4 + slots * SLOT_BYTES + SEGMENT_BYTES)
+
+
+@dataclass
+class Collection:
+    """The arrays of one collection on one backend (numpy or cupy arrays) and its bookkeeping."""
+
+    S: int
+    L: int
+    l: int
+    mrr: object
+    offset: object
+    nroots: object
+    set_id: object
+    flag: object
+    count: object
+    lo: object
+    hi: object
+    status: object
+    upd: object  # int64 [S, 5]: next slot, write position, source start, source end, source nroots
+    theta: int = 0
+    next_id: int = 0
+    entries: int = 0  # total entries of all sets (after the last generate/update)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        return collection_bytes(self.S, self.l, self.L)
+
+
+class MemoryBudget:
+    """Bytes a run may hold: fixed arrays plus the collection; refuses growth beyond the budget."""
+
+    def __init__(self, budget: int, what: str = "AMCSS"):
+        self.budget = int(budget)
+        self.fixed = 0
+        self.what = what
+
+    def reserve_fixed(self, nbytes: int, label: str) -> None:
+        if self.fixed + nbytes > self.budget:
+            raise OutOfMemoryError(
+                f"{self.what}: {label} needs {format_bytes(self.fixed + nbytes)} "
+                f"but the memory budget is {format_bytes(self.budget)}"
+            )
+        self.fixed += int(nbytes)
+
+    def check_collection(self, current: int, new: int, label: str) -> None:
+        """Raise unless the fixed arrays + the current and the new collection arrays fit."""
+        need = self.fixed + current + new
+        if need > self.budget:
+            raise OutOfMemoryError(
+                f"{self.what}: {label} needs {format_bytes(self.fixed + new)} "
+                f"(plus {format_bytes(current)} while copying) but the memory budget is "
+                f"{format_bytes(self.budget)}; lower eta/batch/eps or raise --memory-budget"
+            )
+
+
+def plan_segment_length(entries_needed: float, segments: int, slack: float = 1.3, minimum: int = 256) -> int:
+    """Entries per segment for ``entries_needed`` entries in total (with slack for imbalance)."""
+    per = entries_needed / max(1, segments)
+    # imbalance between segments grows like sqrt(per); keep a margin beyond the slack factor
+    return int(max(minimum, math.ceil(per * slack + 8.0 * math.sqrt(per) + 64)))
+
+
+def collection_sets(coll: Collection, to_host=np.asarray) -> dict[int, tuple[frozenset, frozenset]]:
+    """``set_id -> (roots, all members incl. roots)`` of every set (host copies; for tests and tools)."""
+    mrr = to_host(coll.mrr)
+    offset = to_host(coll.offset)
+    nroots = to_host(coll.nroots)
+    set_id = to_host(coll.set_id)
+    count = to_host(coll.count)
+    out = {}
+    for s in range(coll.S):
+        for r in range(int(count[s])):
+            start, end = int(offset[s * coll.L + r]), int(offset[s * coll.L + r + 1])
+            pos = np.arange(start, end, dtype=np.int64) % coll.l + s * coll.l
+            entries = mrr[pos]
+            k = int(nroots[s * coll.L + r])
+            j = int(set_id[s * coll.L + r])
+            if j in out:
+                raise AssertionError(f"set id {j} appears twice in the collection")
+            members = frozenset(int(v) for v in entries)
+            if len(members) != entries.size:
+                raise AssertionError(f"set {j} holds duplicate entries")
+            out[j] = (frozenset(int(v) for v in entries[:k]), members)
+    return out

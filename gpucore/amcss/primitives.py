@@ -1,0 +1,110 @@
+"""The per-backend primitives the AMCSS driver calls (the interface a GPU backend implements).
+
+One ``Primitives`` object serves one (graph, model) and is reused across realizations. It owns the
+collection (``gpucore.amcss.layout.Collection``, arrays on its device), the coverage counters
+``cnt`` (over the unflagged sets) and ``cnt'`` (the Select copy), and the realization's state:
+``active`` (uint8 [n]), ``residual`` (sorted int32 ids of V_i), and for LT the accumulated
+fixed-point in-weights of inactive nodes. The driver (``gpucore.amcss.driver``) only calls the
+methods below, times them, and never touches arrays; every random decision uses the keys in
+``gpucore.amcss`` (package docstring), so two backends produce the same collection.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+
+class Primitives(ABC):
+    """Generate / Update / Select (+Discover) / Diffuse / Discover(A_i) on one backend."""
+
+    #: backend name written to results ("cpu", "cuda")
+    name: str = "?"
+
+    # ---- realization -------------------------------------------------------------------------
+    @abstractmethod
+    def start(self, world_seed: int, sample_seed: int) -> None:
+        """Begin a realization: nothing active, V_1 = V, empty collection, cnt = 0."""
+
+    @property
+    @abstractmethod
+    def n_residual(self) -> int:
+        """n_i = |V_i|."""
+
+    @property
+    @abstractmethod
+    def theta(self) -> int:
+        """Number of sets in the collection."""
+
+    # ---- collection --------------------------------------------------------------------------
+    @abstractmethod
+    def generate(self, theta_new: int, k: float, rnd: int) -> None:
+        """Add fresh sets (ids next_id, next_id+1, ...) until the collection holds ``theta_new``;
+        each draws floor(k + u_j) roots from V_i with round ``rnd`` keys; cnt counts them."""
+
+    @abstractmethod
+    def update(self, k: float, rnd: int) -> dict:
+        """Update every set to round ``rnd`` with k_i = ``k``: clean sets (flag 0) keep their
+        content and extend their roots (Lemma 3.4), polluted ones (flag 1) keep their inactive roots,
+        draw the rest (Lemma 3.6) and are re-probed with their own keys; flags end at 0 and cnt
+        counts every set. Returns statistics (e.g. {"clean": .., "polluted": ..})."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Drop every set (PASTI/ASTI regenerate each round); ids keep increasing."""
+
+    # ---- selection ---------------------------------------------------------------------------
+    @abstractmethod
+    def select(self, b: int) -> tuple[np.ndarray, int]:
+        """Greedy batch on a copy cnt' of cnt with flags reset: b times argmax_{v in V_i}
+        cnt'[v] / c(v) (ties to the lowest id, chosen nodes excluded), then Discover({u}) flags
+        the sets holding u and takes their members out of cnt'. Returns (internal seed ids,
+        coverage Lambda = number of sets covered)."""
+
+    @abstractmethod
+    def commit(self) -> None:
+        """Accept the last selection: cnt <- cnt' (covered sets stay flagged)."""
+
+    # ---- observation -------------------------------------------------------------------------
+    @abstractmethod
+    def diffuse(self, seeds: np.ndarray) -> np.ndarray:
+        """Observe the diffusion from ``seeds`` on the world realization; mark them and every
+        newly activated node active, shrink V_i; return the newly active ids (seeds included)."""
+
+    @abstractmethod
+    def discover_active(self) -> int:
+        """Discover(A_i): flag every unflagged set holding an active node and take it out of cnt.
+        Returns the number of sets flagged now."""
+
+    # ---- inspection (tests, tools) -----------------------------------------------------------
+    @abstractmethod
+    def collection_sets(self) -> dict[int, tuple[frozenset, frozenset]]:
+        """Host copy ``set_id -> (roots, members)``."""
+
+    @abstractmethod
+    def coverage(self) -> np.ndarray:
+        """Host copy of cnt."""
+
+    @abstractmethod
+    def active_mask(self) -> np.ndarray:
+        """Host copy of the active flags."""
+
+
+def load_primitives(backend_name: str):
+    """The Primitives class of a backend (imported lazily: the CUDA one needs CuPy)."""
+    from gpucore.errors import GpucoreError
+
+    if backend_name == "cpu":
+        from gpucore.amcss.cpu import CpuPrimitives
+
+        return CpuPrimitives
+    if backend_name == "cuda":
+        try:
+            from gpucore.amcss.cuda import CudaPrimitives
+        except ImportError as exc:
+            raise GpucoreError(
+                f"the AMCSS CUDA backend is not available in this build ({exc}); use --backend cpu"
+            ) from None
+        return CudaPrimitives
+    raise GpucoreError(f"unknown backend {backend_name!r} for amcss")
