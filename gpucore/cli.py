@@ -19,6 +19,7 @@ COMMANDS = {
     "info": "info",
     "generate": "generate",
     "im": "im",
+    "amcss": "amcss",
 }
 
 
