@@ -31,7 +31,7 @@ from gpucore.oracle.checks import (
     check_seeds,
     check_u64,
 )
-from gpucore.oracle.cpu import WorldState, counts_cpu, oracle_world_seeds
+from gpucore.oracle.cpu import WorldState, choose_chunks, counts_cpu, oracle_world_seeds
 
 __all__ = [
     "ReplayResult",
@@ -212,8 +212,9 @@ def _counts(graph, seeds, model, worlds, backend, want_sets=False, threads=None)
                 return counts, sets, "cpu"
             import numba
 
-            chunks = int(threads) if threads else numba.get_num_threads()
-            _check_host_memory(graph.n, model, min(chunks, worlds.size))
+            threads = int(threads) if threads else numba.get_num_threads()
+            chunks = choose_chunks(threads, int(worlds.size), graph.n, graph.m)
+            _check_host_memory(graph.n, model, chunks)
             return counts_cpu(out_indptr, out_dst, weights, seeds, worlds, model, chunks), None, "cpu"
     engine = _engine(backend)
     from gpucore.oracle.gpu import ic_counts_gpu, lt_counts_gpu

@@ -109,18 +109,33 @@ def _lt_world(out_indptr, out_weight, out_dst, world, seeds, active, acc, queue,
     return tail, ntouched
 
 
+@njit(cache=True)
+def _ic_range(out_indptr, out_dst, out_prob, seeds, worlds, act, q, counts, r0, r1):
+    for r in range(r0, r1):
+        tail = _ic_world(out_indptr, out_dst, out_prob, worlds[r], seeds, act, q, 0)
+        counts[r] = tail
+        for i in range(tail):
+            act[q[i]] = 0
+
+
+@njit(cache=True)
+def _lt_range(out_indptr, out_weight, out_dst, seeds, worlds, act, a, q, t, counts, r0, r1):
+    for r in range(r0, r1):
+        tail, nt = _lt_world(out_indptr, out_weight, out_dst, worlds[r], seeds, act, a, q, 0, t, 0)
+        counts[r] = tail
+        for i in range(tail):
+            act[q[i]] = 0
+        for i in range(nt):
+            a[t[i]] = 0
+
+
 @njit(parallel=True, cache=True)
 def _ic_counts(out_indptr, out_dst, out_prob, seeds, worlds, active, queue, counts):
     chunks = active.shape[0]
     runs = worlds.shape[0]
     for c in prange(chunks):
-        act = active[c]
-        q = queue[c]
-        for r in range(c, runs, chunks):
-            tail = _ic_world(out_indptr, out_dst, out_prob, worlds[r], seeds, act, q, 0)
-            counts[r] = tail
-            for i in range(tail):
-                act[q[i]] = 0
+        _ic_range(out_indptr, out_dst, out_prob, seeds, worlds, active[c], queue[c], counts,
+                  c * runs // chunks, (c + 1) * runs // chunks)
 
 
 @njit(parallel=True, cache=True)
@@ -128,17 +143,18 @@ def _lt_counts(out_indptr, out_weight, out_dst, seeds, worlds, active, acc, queu
     chunks = active.shape[0]
     runs = worlds.shape[0]
     for c in prange(chunks):
-        act = active[c]
-        a = acc[c]
-        q = queue[c]
-        t = touched[c]
-        for r in range(c, runs, chunks):
-            tail, nt = _lt_world(out_indptr, out_weight, out_dst, worlds[r], seeds, act, a, q, 0, t, 0)
-            counts[r] = tail
-            for i in range(tail):
-                act[q[i]] = 0
-            for i in range(nt):
-                a[t[i]] = 0
+        _lt_range(out_indptr, out_weight, out_dst, seeds, worlds, active[c], acc[c], queue[c], touched[c], counts,
+                  c * runs // chunks, (c + 1) * runs // chunks)
+
+
+#: below this many (runs x (n + m)) a Monte-Carlo batch runs on one thread: waking a thread pool
+#: costs more than the work (tens of milliseconds with some OpenMP runtimes)
+PARALLEL_MIN_WORK = 4_000_000
+
+
+def choose_chunks(threads: int, runs: int, n: int, m: int) -> int:
+    """Workers for a Monte-Carlo batch: all threads for large work, one for tiny graphs."""
+    return int(max(1, min(threads, runs, (runs * (n + m)) // PARALLEL_MIN_WORK)))
 
 
 def cpu_state_bytes(n: int, model: str) -> int:
@@ -151,15 +167,32 @@ def counts_cpu(out_indptr, out_dst, weights, seeds, worlds, model: str, chunks: 
     n = out_indptr.shape[0] - 1
     chunks = max(1, min(int(chunks), worlds.shape[0]))
     counts = np.empty(worlds.shape[0], dtype=np.int64)
-    active = np.zeros((chunks, n), dtype=np.uint8)
-    queue = np.empty((chunks, n), dtype=np.int32)
+    # Rows padded to whole cache lines so that workers never share one (no false sharing).
+    active = _rows(chunks, n, np.uint8, zero=True)
+    queue = _rows(chunks, n, np.int32)
+    runs = worlds.shape[0]
     if model == "IC":
-        _ic_counts(out_indptr, out_dst, weights, seeds, worlds, active, queue, counts)
+        if chunks == 1:
+            _ic_range(out_indptr, out_dst, weights, seeds, worlds, active[0], queue[0], counts, 0, runs)
+        else:
+            _ic_counts(out_indptr, out_dst, weights, seeds, worlds, active, queue, counts)
     else:
-        acc = np.zeros((chunks, n), dtype=np.int64)
-        touched = np.empty((chunks, n), dtype=np.int32)
-        _lt_counts(out_indptr, weights, out_dst, seeds, worlds, active, acc, queue, touched, counts)
+        acc = _rows(chunks, n, np.int64, zero=True)
+        touched = _rows(chunks, n, np.int32)
+        if chunks == 1:
+            _lt_range(out_indptr, weights, out_dst, seeds, worlds, active[0], acc[0], queue[0], touched[0], counts,
+                      0, runs)
+        else:
+            _lt_counts(out_indptr, weights, out_dst, seeds, worlds, active, acc, queue, touched, counts)
     return counts
+
+
+def _rows(chunks: int, n: int, dtype, zero: bool = False) -> np.ndarray:
+    """A (chunks, n) view whose rows start 128 bytes apart or more (cache-line padded)."""
+    itemsize = np.dtype(dtype).itemsize
+    pad = -(-(n * itemsize + 128) // 128) * 128 // itemsize
+    full = (np.zeros if zero else np.empty)((chunks, pad), dtype=dtype)
+    return full[:, :n]
 
 
 class WorldState:
