@@ -163,11 +163,11 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
         if r % 64:
             valid[-1] = np.uint64((1 << (r % 64)) - 1)
         entries = (np.arange(words, dtype=np.uint64)[:, None] * np.uint64(n) + seeds.astype(np.uint64)[None, :]).ravel()
-        init = np.repeat(valid, seeds.size)
-        d_entries = xp.asarray(entries)
-        visited[d_entries] = xp.asarray(init)
-        masks[0][d_entries] = xp.asarray(init)
-        queues[0][: entries.size] = d_entries
+        init = xp.asarray(np.repeat(valid, seeds.size))
+        d_index = xp.asarray(entries.astype(np.int64))  # int64 positions for fancy indexing
+        visited[d_index] = init
+        masks[0][d_index] = init
+        queues[0][: entries.size] = xp.asarray(entries)
 
         def level(lv, cnt_in, cnt_out, hcnt):
             cur, nxt = masks[lv % 2], masks[(lv + 1) % 2]
@@ -221,9 +221,8 @@ def lt_counts_gpu(engine: Engine, out_indptr, out_dst, out_weight, seeds: np.nda
             active.fill(0)
         d_h1 = xp.asarray(np.ascontiguousarray(h1_all[start : start + r]))
         entries = (np.arange(r, dtype=np.uint64)[:, None] * np.uint64(n) + seeds.astype(np.uint64)[None, :]).ravel()
-        d_entries = xp.asarray(entries)
-        active[d_entries] = 1
-        queues[0][: entries.size] = d_entries
+        active[xp.asarray(entries.astype(np.int64))] = 1
+        queues[0][: entries.size] = xp.asarray(entries)
 
         def level(lv, cnt_in, cnt_out, hcnt):
             qin, qout = queues[lv % 2], queues[(lv + 1) % 2]
