@@ -19,6 +19,11 @@ def rr_sets(graph, model: str = "IC", j_begin: int = 0, count: int = 1, seed: in
     """RR sets j_begin .. j_begin + count - 1 as host (offsets, elements)."""
     be = get_backend(backend) if isinstance(backend, str) else backend
     engine = make_engine(graph, model.upper(), rounds, seed, be)
+    return engine_sets(engine, j_begin, count, batch)
+
+
+def engine_sets(engine, j_begin: int, count: int, batch: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """RR sets j_begin .. j_begin + count - 1 drawn by a given engine, as host (offsets, elements)."""
     coll = engine.collection(j_begin)
     step = count if batch is None else max(1, int(batch))
     while coll.count < count:

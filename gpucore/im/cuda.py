@@ -1,0 +1,250 @@
+"""The CUDA backend of IM: gIM's sampler (``kernels/im_sample.cu``) and greedy (``kernels/im_greedy.cu``).
+
+Sampling a batch of sets j_begin .. j_begin + count - 1:
+
+1. tier 1: N_b = SMs x max-resident-blocks persistent one-warp blocks (gIM Eq. 5), each with its
+   own bitmap (ceil(n/32) words), staging buffer and overflow reservoir; finished sets go to a
+   pool (one atomicAdd each) with (start, size) recorded at index j - j_begin;
+2. tier 2: the sets too large for a tier-1 staging buffer (their j listed in ``deferred``) run
+   again with a staging buffer of T * n on as many blocks as the memory budget allows;
+3. if the pool overflowed (its capacity is estimated from the mean set size seen so far), the
+   batch is discarded and redone with twice the capacity: keys make the redo identical;
+4. im_compact copies the sets in order of j into the collection (offsets from a prefix sum of the
+   sizes), so the GPU collection equals the CPU one set by set.
+
+Greedy: counts by atomics over all elements, then k * T steps of im_argmax + im_cover on the device;
+only the chosen element's 64-bit key comes back to the host each step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
+from gpucore.kernels import load_module
+
+#: shared-memory queue entries per block (gIM's |Q_shr|, re-derived for Hopper's shared memory)
+QUEUE_SIZE = 1024
+#: tier-1 staging entries per block: at least this many, more when memory allows
+MIN_STAGE = 4096
+MAX_STAGE = 1 << 20
+
+
+def _i64(x):
+    return np.int64(int(x))
+
+
+class CUDAEngine:
+    """IM sampling and selection on one CUDA device (CuPy + RawModule kernels)."""
+
+    name = "cuda"
+
+    def __init__(self, graph, model: str, rounds: int, seed: int, backend, blocks: int | None = None,
+                 stage_cap: int | None = None):
+        from gpucore.im.cpu import lt_prefix
+        from gpucore.im.rrsets import RRCollection
+
+        xp = backend.xp
+        self.xp = xp
+        self._collection_cls = RRCollection
+        self.backend = backend
+        self.graph = graph
+        self.model = model
+        self.rounds = int(rounds)
+        self.n = int(graph.n)
+        self.seed = np.uint64(int(seed) & ((1 << 64) - 1))
+        if graph.m >= 2**31:
+            raise GpucoreError(f"{graph.path}: {graph.m} arcs; the CUDA IM sampler needs fewer than 2^31")
+        in_w, _ = graph.edge_probabilities(model)
+        self.lt = model == "LT"
+        host = {
+            "in_indptr": np.ascontiguousarray(graph.in_indptr, dtype=np.int64),
+            "in_src": np.ascontiguousarray(graph.in_src, dtype=np.int32),
+            "in_eid": np.ascontiguousarray(graph.in_eid, dtype=np.int32),
+            "in_prob": np.ascontiguousarray(in_w, dtype=np.float32),
+        }
+        qcum = lt_prefix(host["in_indptr"], host["in_prob"]) if self.lt else np.zeros(1, dtype=np.int64)
+        self.d = {name: backend.asarray(arr, what=f"graph array {name}") for name, arr in host.items()}
+        self.d["qcum"] = backend.asarray(qcum, what="LT prefix sums")
+        mod = self._load("im_sample", (("IM_QS", str(QUEUE_SIZE)),))
+        self.k_sample = mod.get_function("im_sample")
+        self.k_compact = mod.get_function("im_compact")
+        gmod = self._load("im_greedy")
+        self.k_count = gmod.get_function("im_count")
+        self.k_argmax = gmod.get_function("im_argmax")
+        self.k_cover = gmod.get_function("im_cover")
+
+        self.sms, per_sm = self._device_facts()
+        self.words = (self.n + 31) // 32
+        free = self._free_memory()
+        want_blocks = blocks or self.sms * per_sm  # gIM Eq. 5
+        # bitmaps + staging + reservoir of all blocks within ~15% of free memory
+        max_set = self.n * self.rounds
+        if stage_cap is None:
+            stage_cap = min(max_set, MAX_STAGE, max(MIN_STAGE, int(0.10 * free / max(1, want_blocks) / 8)))
+        self.stage_cap = int(max(1, min(stage_cap, max_set)))
+        self.res_cap = ((min(self.stage_cap, self.n) + 31) // 32) * 32 + 32
+        per_block = 4 * self.words + 4 * self.stage_cap + 4 * self.res_cap
+        fit = int(0.15 * free // per_block)
+        self.blocks = int(max(1, min(want_blocks, fit)))
+        self.bitmaps = backend.zeros((self.blocks * self.words,), np.uint32, what="visited bitmaps")
+        self.stages = backend.empty((self.blocks * self.stage_cap,), np.int32, what="RR staging buffers")
+        self.reservoirs = backend.empty((self.blocks * self.res_cap,), np.int32, what="queue reservoirs")
+        self.counters = backend.zeros((4,), np.uint64, what="counters")  # next, pool_tail, n_deferred, spare
+        self.flags = backend.zeros((1,), np.int32, what="flags")
+        self.dummy = backend.zeros((1,), np.int64, what="dummy")
+        self.pool_factor = 1.3  # pool = count * mean * factor + slack (tests shrink both to force retries)
+        self.pool_slack = 32 * self.blocks + 4096
+        self.retries = 0
+
+    # ---- device facts (the emulator overrides these three) ----------------------------------
+    def _load(self, name, defines=()):
+        return load_module(name, tuple(defines))
+
+    def _device_facts(self) -> tuple[int, int]:
+        """(SM count, most resident blocks per SM)."""
+        cp = self.xp
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        return int(props["multiProcessorCount"]), int(props.get("maxBlocksPerMultiProcessor", 32) or 32)
+
+    def _free_memory(self) -> int:
+        return int(self.backend.free_memory())
+
+    def _scalar(self, arr) -> int:
+        return int(self.backend.to_host(arr).reshape(-1)[0])
+
+    # ---- sampling ---------------------------------------------------------------------------
+    def collection(self, j_begin: int):
+        return self._collection_cls(self.xp, self.backend, j_begin, self.n, self.rounds)
+
+    def synchronize(self) -> None:
+        self.backend.synchronize()
+
+    def _launch_sample(self, blocks, j_begin, count, use_list, j_list, stages, stage_cap, reservoirs, res_cap, pool,
+                       set_start, set_size, deferred):
+        self.counters[0] = 0  # next
+        self.counters[2] = 0  # n_deferred
+        self.k_sample(
+            (int(blocks),),
+            (32,),
+            (
+                self.d["in_indptr"], self.d["in_src"], self.d["in_eid"], self.d["in_prob"], self.d["qcum"],
+                np.int32(1 if self.lt else 0), _i64(self.n), self.seed, _i64(self.rounds),
+                _i64(j_begin), _i64(count), np.int32(use_list), j_list,
+                self.counters[0:1], self.bitmaps, _i64(self.words),
+                stages, _i64(stage_cap), reservoirs, _i64(res_cap),
+                pool, _i64(pool.shape[0]), self.counters[1:2], set_start, set_size,
+                deferred, self.counters[2:3], self.flags,
+            ),
+        )
+
+    def sample_into(self, coll, count: int, mean_hint: float) -> None:
+        """Append sets j = coll.j_end .. coll.j_end + count - 1 to ``coll`` (in order of j)."""
+        xp, be = self.xp, self.backend
+        count = int(count)
+        if count <= 0:
+            return
+        j_begin = coll.j_end
+        mean = float(mean_hint) if mean_hint and mean_hint > 0 else 16.0
+        pool_cap = max(64, int(count * mean * self.pool_factor) + int(self.pool_slack))
+        set_start = be.empty((count,), np.int64, what="RR-set starts")
+        set_size = be.empty((count,), np.int32, what="RR-set sizes")
+        deferred = be.empty((count,), np.int64, what="deferred RR sets")
+        while True:
+            pool = be.empty((pool_cap,), np.int32, what=f"RR-set pool ({pool_cap:,} int32)")
+            set_size.fill(-1)
+            self.counters[1] = 0  # pool_tail
+            self.flags.fill(0)
+            self._launch_sample(self.blocks, j_begin, count, 0, self.dummy, self.stages, self.stage_cap,
+                                self.reservoirs, self.res_cap, pool, set_start, set_size, deferred)
+            overflow = self._scalar(self.flags)
+            n_def = self._scalar(self.counters[2:3]) if not overflow else 0
+            if not overflow and n_def:
+                overflow = self._tier2(j_begin, n_def, deferred, pool, set_start, set_size)
+            if not overflow:
+                break
+            del pool
+            self.retries += 1
+            pool_cap *= 2  # estimates were short: redo the batch with a larger pool (same keys, same sets)
+        total = self._scalar(self.counters[1:2])
+        if int(xp.count_nonzero(set_size < 0)):
+            raise RuntimeError("im_sample left RR sets unfinished (internal error)")
+        coll.reserve(count, total)
+        first = coll.count
+        ends = xp.cumsum(set_size, dtype=xp.int64) + coll.total
+        coll._offsets[first + 1 : first + 1 + count] = ends
+        dst = coll._offsets[first : first + count]
+        threads = 256
+        grid = int(min((count * 32 + threads - 1) // threads, self.sms * 64))
+        self.k_compact((max(1, grid),), (threads,), (pool, set_start, set_size, dst, _i64(count), coll._nodes))
+        coll.count += count
+        coll.total += total
+        del pool
+
+    def _tier2(self, j_begin, n_def, deferred, pool, set_start, set_size) -> int:
+        """Re-run the deferred sets with staging for a whole set; returns the pool-overflow flag."""
+        be = self.backend
+        stage_cap = self.n * self.rounds
+        res_cap = ((self.n + 31) // 32) * 32 + 32
+        per_block = 4 * (stage_cap + res_cap)
+        fit = int(0.25 * self._free_memory() // per_block)
+        blocks = max(1, min(n_def, self.blocks, fit))
+        if fit < 1:
+            raise OutOfMemoryError(
+                f"an RR set larger than {self.stage_cap:,} elements needs a {format_bytes(per_block)} buffer; "
+                f"only {format_bytes(self._free_memory())} is free on the GPU"
+            )
+        stages = be.empty((blocks * stage_cap,), np.int32, what="tier-2 RR staging buffers")
+        reservoirs = be.empty((blocks * res_cap,), np.int32, what="tier-2 queue reservoirs")
+        j_list = deferred[:n_def].copy()
+        again = be.empty((n_def,), np.int64, what="deferred RR sets")
+        self._launch_sample(blocks, j_begin, n_def, 1, j_list, stages, stage_cap, reservoirs, res_cap, pool,
+                            set_start, set_size, again)
+        overflow = self._scalar(self.flags)
+        if not overflow and self._scalar(self.counters[2:3]):
+            raise RuntimeError("im_sample deferred an RR set in tier 2 (internal error)")
+        return overflow
+
+    # ---- greedy max-cover --------------------------------------------------------------------
+    def greedy(self, coll, k: int):
+        be = self.backend
+        n, rounds = self.n, self.rounds
+        universe = n * rounds
+        num = int(coll.count)
+        total = int(coll.total)
+        offsets, nodes = coll.offsets, coll.nodes
+        counts = be.zeros((universe,), np.int32, what="greedy counts")
+        covered = be.zeros((num,), np.uint8, what="covered flags")
+        result = be.zeros((1,), np.uint64, what="argmax")
+        newly = be.zeros((1,), np.uint64, what="covered counter")
+        threads = 256
+        grid_count = int(max(1, min((total + threads - 1) // threads, self.sms * 32)))
+        if total:
+            self.k_count((grid_count,), (threads,), (nodes, _i64(total), counts))
+        grid_arg = int(max(1, min((universe + threads - 1) // threads, self.sms * 8)))
+        grid_cover = int(max(1, min((num * 32 + threads - 1) // threads, self.sms * 32)))
+        per_round = [0] * rounds
+        steps = k * rounds
+        chosen = np.empty(steps, dtype=np.int64)
+        gains = np.empty(steps, dtype=np.int64)
+        for it in range(steps):
+            result.fill(0)
+            self.k_argmax((grid_arg,), (threads,), (counts, _i64(universe), result))
+            key = self._scalar(result)
+            if key == 0:
+                raise RuntimeError("im_argmax found no selectable element (internal error)")
+            gain = key >> 32
+            e = 0xFFFFFFFF - (key & 0xFFFFFFFF)
+            chosen[it], gains[it] = e, gain
+            if gain > 0:
+                self.k_cover((grid_cover,), (threads,),
+                             (offsets, nodes, _i64(num), np.int32(e), covered, counts, newly))
+            counts[e] = -1
+            t = e // n
+            per_round[t] += 1
+            if per_round[t] == k:
+                counts[t * n : (t + 1) * n] = -1
+        covered_sets = self._scalar(newly)
+        if covered_sets != int(gains.sum()):
+            raise RuntimeError(f"greedy bookkeeping mismatch: {covered_sets} covered, gains sum {int(gains.sum())}")
+        return chosen, gains, covered_sets

@@ -1,0 +1,230 @@
+// im_sample.cu: gIM's RR-set sampler (Shahrouz et al., TPDS 2021, sections 3.2-3.7), keyed.
+//
+// One warp (32 threads) per block; N_b persistent blocks take set indices from an atomic counter
+// until `count` sets are done. A block builds one RR set at a time:
+//   - visited marks: 1 bit per node in the block's own bitmap; a node is enqueued only by the lane
+//     whose atomicOr returned the OLD word without its bit (so never twice); after each round the
+//     words of that round's members are cleared (nothing else is ever set);
+//   - IC: reverse BFS; frontier in a shared-memory circular queue of IM_QS entries; before each
+//     32-arc step, if the queue holds more than IM_QS - 32 entries, the 32 newest move to the
+//     block's overflow reservoir in global memory (a stack of 32-entry chunks), reloaded when the
+//     queue runs empty (gIM Algorithms 4, 5); every lane runs every step (uniform trip counts);
+//   - LT: reverse random walk; the warp scans the node's in-arcs for the one whose fixed-point
+//     interval [Q_{a-1}, Q_a) holds r (ballot), stopping on none or on a visited node;
+//   - members (root first) are appended to the block's staging buffer as they are enqueued;
+//     element = t * n + node for round t (MRIM; t = 0 for IM);
+//   - a finished set reserves its size in `pool` with one atomicAdd and is copied there; its
+//     start and size are written at index (j - j_begin), so the host can compact the sets in
+//     order of j afterwards (im_compact below);
+//   - a set larger than the staging buffer is abandoned (its marks cleared) and its j appended to
+//     `deferred`; the host re-runs those with a staging buffer of T * n (tier 2, fewer blocks);
+//   - if the pool would overflow, flags[0] is set and the host retries the batch with a larger pool.
+// Keys (docs/im.md): root = mix(seed, ROOT, j, 0, 0) mod n; round t uses s = j * T + t;
+// IC coin of arc e = bernoulli(step(mix(seed, COIN, s), e), p); LT r = mix(seed, LT_CHOICE, s, v, 0) >> 24.
+#include "gc_random.cuh"
+
+#ifndef IM_QS
+#define IM_QS 1024
+#endif
+static_assert(IM_QS >= 64 && (IM_QS & (IM_QS - 1)) == 0, "IM_QS must be a power of two >= 64");
+
+#define IM_FULL 0xffffffffu
+#define IM_QMASK (IM_QS - 1)
+
+// Builds RR set j in `stage` (all lanes call it with the same arguments). Returns its size, or -1
+// when it does not fit in stage_cap (then every mark it set is cleared again).
+__device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const int* __restrict__ in_src,
+                                  const int* __restrict__ in_eid, const float* __restrict__ in_prob,
+                                  const gc_i64* __restrict__ qcum, int lt, gc_i64 n, gc_u64 seed, gc_i64 rounds,
+                                  gc_i64 j, unsigned int* __restrict__ bm, int* __restrict__ stage, gc_i64 stage_cap,
+                                  int* __restrict__ res, gc_i64 res_cap, int* q) {
+    const int lane = threadIdx.x;
+    const int root = (int)gc_index_below(gc_mix5(seed, GC_STREAM_ROOT, (gc_u64)j, 0ULL, 0ULL), (gc_u64)n);
+    gc_i64 size = 0;
+    bool failed = false;
+    for (gc_i64 t = 0; t < rounds && !failed; ++t) {
+        const gc_u64 s = (gc_u64)j * (gc_u64)rounds + (gc_u64)t;
+        const int off = (int)(t * n);
+        const gc_i64 start = size;
+        if (size >= stage_cap) return -1;  // earlier rounds are already cleared
+        if (lane == 0) {
+            atomicOr(&bm[root >> 5], 1u << (root & 31));
+            stage[size] = root + off;
+        }
+        size += 1;
+        __syncwarp();
+        if (lt) {
+            int v = root;
+            while (true) {
+                const gc_i64 r = gc_lt_draw(gc_mix5(seed, GC_STREAM_LT_CHOICE, s, (gc_u64)v, 0ULL));
+                const gc_i64 beg = in_indptr[v], end = in_indptr[v + 1];
+                if (beg == end || qcum[end - 1] <= r) break;  // no live in-arc
+                gc_i64 pick = -1;
+                for (gc_i64 base = beg; base < end; base += 32) {
+                    const gc_i64 a = base + lane;
+                    bool hit = false;
+                    if (a < end) {
+                        const gc_i64 lo = (a == beg) ? 0 : qcum[a - 1];
+                        hit = (lo <= r) && (r < qcum[a]);
+                    }
+                    const unsigned m = __ballot_sync(IM_FULL, hit);
+                    if (m) {
+                        pick = base + (__ffs(m) - 1);
+                        break;
+                    }
+                }
+                if (pick < 0) break;
+                const int u = in_src[pick];
+                unsigned old = 0;
+                if (lane == 0) old = atomicOr(&bm[u >> 5], 1u << (u & 31));
+                old = __shfl_sync(IM_FULL, old, 0);
+                if (old & (1u << (u & 31))) break;  // reached a visited node
+                if (size >= stage_cap) {
+                    failed = true;
+                    if (lane == 0) bm[u >> 5] = 0u;
+                    break;
+                }
+                if (lane == 0) stage[size] = u + off;
+                size += 1;
+                v = u;
+                __syncwarp();
+            }
+        } else {
+            const gc_u64 prefix = gc_mix3(seed, GC_STREAM_COIN, s);
+            int qhead = 0, qcount = 1;
+            gc_i64 rcount = 0;
+            if (lane == 0) q[0] = root;
+            __syncwarp();
+            while (!failed) {
+                if (qcount == 0) {
+                    if (rcount == 0) break;
+                    rcount -= 32;  // reload the newest chunk of the reservoir
+                    q[(qhead + lane) & IM_QMASK] = res[rcount + lane];
+                    qcount = 32;
+                    __syncwarp();
+                }
+                const int u = q[qhead];
+                __syncwarp();  // every lane has read the slot before it can be reused
+                qhead = (qhead + 1) & IM_QMASK;
+                qcount -= 1;
+                const gc_i64 beg = in_indptr[u], end = in_indptr[u + 1];
+                for (gc_i64 base = beg; base < end; base += 32) {
+                    if (qcount > IM_QS - 32) {  // offload the 32 newest entries
+                        if (rcount + 32 > res_cap) {
+                            failed = true;
+                            break;
+                        }
+                        res[rcount + lane] = q[(qhead + qcount - 32 + lane) & IM_QMASK];
+                        rcount += 32;
+                        qcount -= 32;
+                        __syncwarp();
+                    }
+                    const gc_i64 a = base + lane;
+                    bool want = false;
+                    int v = 0;
+                    if (a < end) {
+                        v = in_src[a];
+                        const unsigned bit = 1u << (v & 31);
+                        unsigned int* w = &bm[v >> 5];
+                        if (!(*((volatile unsigned int*)w) & bit) &&
+                            gc_bernoulli(gc_step(prefix, (gc_u64)(unsigned int)in_eid[a]), in_prob[a])) {
+                            const unsigned old = atomicOr(w, bit);
+                            want = !(old & bit);
+                        }
+                    }
+                    const unsigned mask = __ballot_sync(IM_FULL, want);
+                    const int cnt = __popc(mask);
+                    if (cnt) {
+                        if (size + cnt > stage_cap) {
+                            failed = true;
+                            if (want) bm[v >> 5] = 0u;
+                            __syncwarp();
+                            break;
+                        }
+                        const int rank = __popc(mask & ((1u << lane) - 1u));
+                        if (want) {
+                            q[(qhead + qcount + rank) & IM_QMASK] = v;
+                            stage[size + rank] = v + off;
+                        }
+                        qcount += cnt;
+                        size += cnt;
+                    }
+                    __syncwarp();
+                }
+            }
+        }
+        __syncwarp();
+        for (gc_i64 x = start + lane; x < size; x += 32) {  // clear this round's marks only
+            const int v = stage[x] - off;
+            bm[v >> 5] = 0u;
+        }
+        __syncwarp();
+    }
+    return failed ? -1 : size;
+}
+
+// Generates sets (j_begin + i) for i < count (use_list = 0), or j_list[i] (use_list = 1).
+extern "C" __global__ void im_sample(const gc_i64* __restrict__ in_indptr, const int* __restrict__ in_src,
+                                     const int* __restrict__ in_eid, const float* __restrict__ in_prob,
+                                     const gc_i64* __restrict__ qcum, int lt, gc_i64 n, gc_u64 seed, gc_i64 rounds,
+                                     gc_i64 j_begin, gc_i64 count, int use_list, const gc_i64* __restrict__ j_list,
+                                     gc_u64* __restrict__ next, unsigned int* __restrict__ bitmaps, gc_i64 words,
+                                     int* __restrict__ stages, gc_i64 stage_cap, int* __restrict__ reservoirs,
+                                     gc_i64 res_cap, int* __restrict__ pool, gc_i64 pool_cap,
+                                     gc_u64* __restrict__ pool_tail, gc_i64* __restrict__ set_start,
+                                     int* __restrict__ set_size, gc_i64* __restrict__ deferred,
+                                     gc_u64* __restrict__ n_deferred, int* __restrict__ flags) {
+    __shared__ int q[IM_QS];
+    const int lane = threadIdx.x;
+    if (blockDim.x != 32) return;  // the design is one warp per block
+    unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * words;
+    int* stage = stages + (gc_i64)blockIdx.x * stage_cap;
+    int* res = reservoirs + (gc_i64)blockIdx.x * res_cap;
+    while (true) {
+        gc_u64 idx = 0;
+        int stop = 0;
+        if (lane == 0) {
+            idx = atomicAdd(next, 1ULL);
+            stop = *((volatile int*)flags);
+        }
+        idx = __shfl_sync(IM_FULL, idx, 0);
+        stop = __shfl_sync(IM_FULL, stop, 0);
+        if (idx >= (gc_u64)count || stop) break;
+        const gc_i64 j = use_list ? j_list[idx] : j_begin + (gc_i64)idx;
+        const gc_i64 rel = j - j_begin;
+        const gc_i64 size =
+            im_build_set(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, j, bm, stage, stage_cap, res,
+                         res_cap, q);
+        if (size < 0) {
+            if (lane == 0) deferred[atomicAdd(n_deferred, 1ULL)] = j;
+            continue;
+        }
+        gc_u64 start = 0;
+        if (lane == 0) start = atomicAdd(pool_tail, (gc_u64)size);
+        start = __shfl_sync(IM_FULL, start, 0);
+        if (start + (gc_u64)size > (gc_u64)pool_cap) {
+            if (lane == 0) atomicExch(flags, 1);
+            break;
+        }
+        for (gc_i64 x = lane; x < size; x += 32) pool[start + x] = stage[x];
+        if (lane == 0) {
+            set_start[rel] = (gc_i64)start;
+            set_size[rel] = (int)size;
+        }
+        __syncwarp();
+    }
+}
+
+// out[dst[i] .. dst[i] + size[i]) = pool[start[i] ..): the sets in order of j (a warp per set).
+extern "C" __global__ void im_compact(const int* __restrict__ pool, const gc_i64* __restrict__ set_start,
+                                      const int* __restrict__ set_size, const gc_i64* __restrict__ dst, gc_i64 count,
+                                      int* __restrict__ out) {
+    const int lane = threadIdx.x & 31;
+    const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
+    for (gc_i64 i = ((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < count; i += warps) {
+        const int* src = pool + set_start[i];
+        int* d = out + dst[i];
+        const int size = set_size[i];
+        for (int x = lane; x < size; x += 32) d[x] = src[x];
+    }
+}
