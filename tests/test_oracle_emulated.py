@@ -129,3 +129,23 @@ def test_argument_types_are_checked(engine):
         light((1,), (1,), (q, q, q))
     with pytest.raises(GpucoreError, match="typed scalars"):
         kernel((1,), (1,), (q, cnt, 5))
+
+
+@pytest.mark.parametrize("kw", [{"group": 1}, {"group": 32}, {"light_max": 0}, {"light_max": 10**9}])
+def test_tuning_does_not_change_results(engine, kw):
+    g = graphs()["hub"]
+    worlds = mc_world_seeds(6, 100)
+    seeds = np.array([0, 7])
+    ref = spread(g, seeds, "IC", runs=100, seed=6, backend="cpu").counts
+    stats = {}
+    got, _ = ic_counts_gpu(engine, g.out_indptr, g.out_dst, g.out_prob, seeds, worlds, stats=stats, **kw)
+    assert np.array_equal(got, ref) and stats["batches"] == 1 and stats["units"] == 2 and stats["levels"] >= 8
+    ref = spread(g, seeds, "LT", runs=100, seed=6, backend="cpu").counts
+    got, _ = lt_counts_gpu(engine, g.out_indptr, g.out_dst, g.edge_probabilities("LT")[1], seeds, worlds, **kw)
+    assert np.array_equal(got, ref)
+
+
+def test_bad_tuning_is_refused(engine):
+    g = graphs()["random"]
+    with pytest.raises(GpucoreError, match="group 3 must be a power of two"):
+        ic_counts_gpu(engine, g.out_indptr, g.out_dst, g.out_prob, np.array([0]), mc_world_seeds(1, 2), group=3)

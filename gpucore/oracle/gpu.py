@@ -117,18 +117,29 @@ def _level_loop(xp, launch_level, first_count: int) -> int:
     return levels
 
 
+def _check_tuning(light_max: int, group: int, engine: Engine) -> None:
+    if group not in (1, 2, 4, 8, 16, 32) or engine.block % group:
+        raise GpucoreError(f"oracle GPU: group {group} must be a power of two <= 32 dividing the block size")
+    if light_max < 0:
+        raise GpucoreError(f"oracle GPU: light_max must be >= 0, got {light_max}")
+
+
 def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarray, worlds: np.ndarray,
-                  want_sets: bool = False, max_words: int | None = None, arrays=None):
+                  want_sets: bool = False, max_words: int | None = None, arrays=None, light_max: int = LIGHT_MAX,
+                  group: int = GROUP, stats: dict | None = None):
     """IC: activated-set size per world (int64), and the activated sets (bool [worlds, n]) if asked.
 
     ``arrays``: the graph arrays already on the device (out_indptr, out_dst, out_prob), optional.
+    ``max_words`` caps the words (64 simulations each) per batch; ``light_max``/``group`` tune the
+    work split (results do not depend on them); ``stats`` (a dict) receives batches, words, levels.
     """
+    _check_tuning(light_max, group, engine)
     _check_graph_arrays(out_indptr, out_dst, out_prob)
     xp = engine.xp
     n = int(out_indptr.shape[0] - 1)
     runs = int(worlds.shape[0])
     deg = np.diff(np.asarray(out_indptr))
-    heavy_nodes = int(np.count_nonzero(deg > LIGHT_MAX))
+    heavy_nodes = int(np.count_nonzero(deg > light_max))
     words_wanted = (runs + 63) // 64
     # per word: visited + 2 masks + 2 queues (8 bytes each per node) + heavy queue + counts/keys
     per_word = n * 8 * 5 + heavy_nodes * 8 + 64 * 16
@@ -173,11 +184,12 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
             cur, nxt = masks[lv % 2], masks[(lv + 1) % 2]
             qin, qout = queues[lv % 2], queues[(lv + 1) % 2]
             light(grid, block, (d_indptr, d_dst, d_prob, n64, d_h1, qin, cnt_in, cur, nxt, visited, qout, cnt_out,
-                                hqueue, hcnt, np.int64(LIGHT_MAX), np.int32(GROUP)))
+                                hqueue, hcnt, np.int64(light_max), np.int32(group)))
             heavy(grid, block, (d_indptr, d_dst, d_prob, n64, d_h1, hqueue, hcnt, cur, nxt, visited, qout, cnt_out))
             clear(grid, block, (qin, cnt_in, cur))
 
-        _level_loop(xp, level, entries.size)
+        levels = _level_loop(xp, level, entries.size)
+        _note(stats, words, levels)
         d_counts = xp.zeros(words * 64, dtype=np.uint64)
         count_k(grid, block, (visited, n64, np.int64(words), np.int64(COUNT_PER_THREAD), d_counts))
         counts[start : start + r] = _to_host(d_counts)[:r].astype(np.int64)
@@ -189,14 +201,19 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
 
 
 def lt_counts_gpu(engine: Engine, out_indptr, out_dst, out_weight, seeds: np.ndarray, worlds: np.ndarray,
-                  want_sets: bool = False, max_sims: int | None = None, arrays=None):
-    """LT: activated-set size per world (int64), and the activated sets (bool [worlds, n]) if asked."""
+                  want_sets: bool = False, max_sims: int | None = None, arrays=None, light_max: int = LIGHT_MAX,
+                  group: int = GROUP, stats: dict | None = None):
+    """LT: activated-set size per world (int64), and the activated sets (bool [worlds, n]) if asked.
+
+    Parameters as ``ic_counts_gpu``; ``max_sims`` caps the simulations per batch.
+    """
+    _check_tuning(light_max, group, engine)
     _check_graph_arrays(out_indptr, out_dst, out_weight)
     xp = engine.xp
     n = int(out_indptr.shape[0] - 1)
     runs = int(worlds.shape[0])
     deg = np.diff(np.asarray(out_indptr))
-    heavy_nodes = int(np.count_nonzero(deg > LIGHT_MAX))
+    heavy_nodes = int(np.count_nonzero(deg > light_max))
     # per simulation: acc (8) + active (1) + 2 queues (8 each) per node, heavy queue
     per_sim = n * (8 + 1 + 16) + heavy_nodes * 8 + 16
     S = _plan(runs, per_sim, 0, engine, max_sims, "LT simulation")
@@ -227,15 +244,23 @@ def lt_counts_gpu(engine: Engine, out_indptr, out_dst, out_weight, seeds: np.nda
         def level(lv, cnt_in, cnt_out, hcnt):
             qin, qout = queues[lv % 2], queues[(lv + 1) % 2]
             light(grid, block, (d_indptr, d_dst, d_w, n64, d_h1, qin, cnt_in, acc, active, qout, cnt_out, hqueue, hcnt,
-                                np.int64(LIGHT_MAX), np.int32(GROUP)))
+                                np.int64(light_max), np.int32(group)))
             heavy(grid, block, (d_indptr, d_dst, d_w, n64, d_h1, hqueue, hcnt, acc, active, qout, cnt_out))
 
-        _level_loop(xp, level, entries.size)
+        levels = _level_loop(xp, level, entries.size)
+        _note(stats, r, levels)
         flags = active[: r * n].reshape(r, n)
         counts[start : start + r] = _to_host(flags.sum(axis=1, dtype=np.int64))
         if want_sets:
             sets[start : start + r] = _to_host(flags).astype(bool)
     return counts, sets
+
+
+def _note(stats: dict | None, units: int, levels: int) -> None:
+    if stats is not None:
+        stats["batches"] = stats.get("batches", 0) + 1
+        stats["units"] = max(stats.get("units", 0), units)
+        stats["levels"] = stats.get("levels", 0) + levels
 
 
 def _to_host(a) -> np.ndarray:
