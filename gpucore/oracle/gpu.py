@@ -100,10 +100,12 @@ def _plan(units_wanted: int, bytes_per_unit: int, fixed: int, engine: Engine, ma
 
 
 def _level_loop(xp, launch_level, first_count: int) -> int:
-    """Run levels until the frontier is empty; ``launch_level(i, cnt, hcnt)`` launches level i of a chunk.
+    """Run levels until the frontier is empty. Returns the number of levels launched.
 
-    ``cnt[i]`` / ``hcnt[i]`` are the frontier / heavy-frontier sizes of level i of the chunk, in device
-    memory. Returns the number of levels launched.
+    ``launch_level(level, cnt_in, cnt_out, hcnt)`` launches one level: ``cnt_in`` holds the size of
+    its frontier, ``cnt_out`` receives the size of the next one, ``hcnt`` the size of its heavy
+    frontier (one-element device views of per-chunk counter arrays, zero-initialised). Levels are
+    launched ``LEVELS_PER_SYNC`` at a time; levels after the frontier empties are no-ops.
     """
     levels = 0
     count = int(first_count)
@@ -131,7 +133,8 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
 
     ``arrays``: the graph arrays already on the device (out_indptr, out_dst, out_prob), optional.
     ``max_words`` caps the words (64 simulations each) per batch; ``light_max``/``group`` tune the
-    work split (results do not depend on them); ``stats`` (a dict) receives batches, words, levels.
+    work split (results do not depend on them); ``stats`` (a dict) receives batches, units (words
+    per batch) and levels (launched, a multiple of ``LEVELS_PER_SYNC`` per batch).
     """
     _check_tuning(light_max, group, engine)
     _check_graph_arrays(out_indptr, out_dst, out_prob)
