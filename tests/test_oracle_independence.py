@@ -1,0 +1,41 @@
+"""The oracle is independent: it imports only the graph loader, the backend selection, the kernel
+loader and the documented world-realization functions, never solver code (ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ALLOWED_MODULES = ("gpucore.oracle", "gpucore.backend", "gpucore.graph", "gpucore.kernels", "gpucore.errors",
+                   "gpucore.atomic", "gpucore.commands.common", "gpucore.random")
+# from gpucore.random: the keyed hash and the world realizations of docs/oracle.md, nothing else
+ALLOWED_RANDOM = {"Stream", "ic_live", "lt_fixed_weight", "lt_threshold", "mix", "mix3"}
+
+
+def _imports(path: Path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gpucore"):
+            yield node.module, {a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("gpucore"):
+                    yield a.name, set()
+
+
+def test_oracle_imports_only_shared_foundation():
+    files = sorted((ROOT / "gpucore" / "oracle").glob("*.py")) + [ROOT / "gpucore" / "commands" / "verify.py"]
+    assert len(files) >= 6
+    for path in files:
+        for module, names in _imports(path):
+            assert module.startswith(ALLOWED_MODULES), f"{path.name} imports {module}"
+            if module.startswith("gpucore.random"):
+                assert names <= ALLOWED_RANDOM, f"{path.name} imports {names - ALLOWED_RANDOM} from gpucore.random"
+
+
+def test_oracle_kernels_include_only_the_world_header():
+    for path in sorted((ROOT / "gpucore" / "kernels").glob("oracle_*.cu")):
+        includes = re.findall(r'#include\s+[<"]([^>"]+)[>"]', path.read_text())
+        assert includes == ["gc_random.cuh"], (path.name, includes)
