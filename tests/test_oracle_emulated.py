@@ -149,3 +149,15 @@ def test_bad_tuning_is_refused(engine):
     g = graphs()["random"]
     with pytest.raises(GpucoreError, match="group 3 must be a power of two"):
         ic_counts_gpu(engine, g.out_indptr, g.out_dst, g.out_prob, np.array([0]), mc_world_seeds(1, 2), group=3)
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("module", emulator.MODULES)
+def test_kernels_compile_with_nvcc_sm90(module, tmp_path):
+    import subprocess
+
+    from gpucore.kernels import KERNEL_DIR
+
+    proc = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", str(KERNEL_DIR / f"{module}.cu"), "-o",
+                           str(tmp_path / f"{module}.o")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
