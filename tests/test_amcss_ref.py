@@ -106,7 +106,9 @@ def dedup_graph(n: int, src, dst, prob=None, cost=None, name="test"):
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     keep = src != dst
-    key = np.unique(src[keep] * n + dst[keep])
+    key, first = np.unique(src[keep] * n + dst[keep], return_index=True)
+    if prob is not None:
+        prob = np.broadcast_to(np.asarray(prob, dtype=np.float64), src.shape)[keep][first]
     src, dst = key // n, key % n
     if prob is None:
         indeg = np.bincount(dst, minlength=n)

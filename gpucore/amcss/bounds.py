@@ -27,9 +27,12 @@ from dataclasses import asdict, dataclass
 
 
 def log_binomial(n: int, k: int) -> float:
-    """ln C(n, k) for 0 <= k <= n (lgamma; exact enough for the bounds)."""
+    """ln C(n, k) for 0 <= k <= n (a sum of logs for small k, lgamma beyond)."""
     if not 0 <= k <= n:
         raise ValueError(f"log_binomial: need 0 <= k <= n, got n={n}, k={k}")
+    kk = min(k, n - k)
+    if kk <= 4096:
+        return math.fsum(math.log((n - i) / (i + 1)) for i in range(kk))
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
 
 

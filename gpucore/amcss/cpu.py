@@ -19,6 +19,10 @@ from gpucore.errors import GpucoreError
 from gpucore.graph.model import Graph
 
 
+#: below this much work (entries, nodes, sets) a kernel runs serially: a parallel launch costs more
+PARALLEL_MIN_WORK = 1 << 15
+
+
 class CpuPrimitives(Primitives):
     name = "cpu"
 
@@ -69,6 +73,7 @@ class CpuPrimitives(Primitives):
         self.lt_acc = np.zeros(n, dtype=np.int64)
         self.queue = np.zeros(n, dtype=np.int32)
         self.errors = np.zeros(1, dtype=np.int64)
+        self.newly = np.zeros(self.S, dtype=np.int64)
         self.world_seed = np.uint64(0)
         self.seed = np.uint64(0)
         self.coll: Collection | None = None
@@ -143,12 +148,12 @@ class CpuPrimitives(Primitives):
             assert span <= old.l
         new = self._allocate(old.S, L, l, old)
         if l != old.l:
-            K.relayout_kernel(old.S, old.l, old.mrr, l, new.mrr, old.lo, old.hi)
+            self._k("relayout_kernel", old.entries)(old.S, old.l, old.mrr, l, new.mrr, old.lo, old.hi)
             self.stats["relayouts"] += 1
         else:
             new.mrr = old.mrr
         if L != old.L:
-            K.reslot_kernel(old.S, old.L, L, old.offset, old.nroots, old.set_id, old.flag,
+            self._k("reslot_kernel", old.theta)(old.S, old.L, L, old.offset, old.nroots, old.set_id, old.flag,
                             new.offset, new.nroots, new.set_id, new.flag, old.count)
         else:
             new.offset, new.nroots, new.set_id, new.flag = old.offset, old.nroots, old.set_id, old.flag
@@ -164,7 +169,14 @@ class CpuPrimitives(Primitives):
     def _ensure_entries(self, entries: float) -> None:
         l = plan_segment_length(entries, self.S)
         if l > self.coll.l:
-            self._reshape(l=l)
+            # grow geometrically (amortised copies), but never past the budget when the plan fits
+            grown = max(l, int(self.coll.l * 1.25))
+            try:
+                self._reshape(l=grown)
+            except GpucoreError:
+                if grown == l:
+                    raise
+                self._reshape(l=l)
 
     def _grow_after_overflow(self, measured_entries: float) -> None:
         c = self.coll
@@ -174,6 +186,19 @@ class CpuPrimitives(Primitives):
         span = int((c.hi - c.lo).max())
         l = max(l, span + 1)
         self._reshape(l=l)
+
+    def _k(self, name: str, work: float):
+        """The parallel kernel ``name``, or its serial twin for small work or one thread."""
+        if self.T > 1 and work >= PARALLEL_MIN_WORK:
+            return getattr(K, name)
+        return getattr(K, name + "_serial")
+
+    def _fold(self, cnt) -> None:
+        self._k("fold_delta", self.T * self.n)(cnt, self.delta)
+
+    def _count_flags(self) -> int:
+        c = self.coll
+        return int(self._k("count_flags", c.theta)(c.S, c.L, c.flag, c.count))
 
     def _check(self) -> None:
         if self.errors[0]:
@@ -199,7 +224,7 @@ class CpuPrimitives(Primitives):
         while True:
             c = self.coll
             with numba.parallel_chunksize(1):
-                K.generate_kernel(
+                self._k("generate_kernel", (theta_new - theta_prev) * avg)(
                     c.S, c.L, c.l, c.mrr, c.offset, c.nroots, c.set_id, c.flag, c.count, c.lo, c.hi, c.status,
                     np.int64(theta_prev), np.int64(theta_new), np.int64(id_base), np.float64(k), self.seed,
                     np.int64(rnd), self.is_lt, *self._graph_args(),
@@ -209,19 +234,19 @@ class CpuPrimitives(Primitives):
             if not (c.status == K.ST_NEED_SPACE).any():
                 break
             done = int(c.count.sum())
-            have = int(K.total_entries(c.S, c.L, c.offset, c.count))
+            have = int(K.total_entries_serial(c.S, c.L, c.offset, c.count))
             per_set = have / max(1, done)
             self._grow_after_overflow(per_set * theta_new)
-        K.fold_delta(self.cnt, self.delta)
+        self._fold(self.cnt)
         c = self.coll
         c.theta = theta_new
         c.next_id = id_base + (theta_new - theta_prev)
-        c.entries = int(K.total_entries(c.S, c.L, c.offset, c.count))
+        c.entries = int(K.total_entries_serial(c.S, c.L, c.offset, c.count))
         self.k_last = k
 
     def update(self, k: float, rnd: int) -> dict:
         c = self.coll
-        polluted = int(K.count_flags(c.S, c.L, c.flag, c.count))
+        polluted = self._count_flags()
         stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries}
         if c.theta == 0:
             return stats
@@ -229,11 +254,12 @@ class CpuPrimitives(Primitives):
         if self.preplan:
             self._ensure_entries(c.entries * growth * 1.05)
         c = self.coll
-        K.update_init_kernel(c.S, c.L, c.offset, c.nroots, c.count, c.status, c.upd)
+        K.update_init_kernel_serial(c.S, c.L, c.offset, c.nroots, c.count, c.status, c.upd)
+        work = c.entries * growth
         while True:
             c = self.coll
             with numba.parallel_chunksize(1):
-                K.update_kernel(
+                self._k("update_kernel", work)(
                     c.S, c.L, c.l, c.mrr, c.offset, c.nroots, c.set_id, c.flag, c.count, c.lo, c.hi, c.status,
                     c.upd, np.float64(k), self.seed, np.int64(rnd), self.is_lt, *self._graph_args(),
                     self.mark, self.stamps, self.buf, self.delta, self.errors,
@@ -242,9 +268,9 @@ class CpuPrimitives(Primitives):
             if not (c.status == K.ST_NEED_SPACE).any():
                 break
             self._grow_after_overflow(c.entries * growth * 1.5)
-        K.fold_delta(self.cnt, self.delta)
+        self._fold(self.cnt)
         c = self.coll
-        c.entries = int(K.total_entries(c.S, c.L, c.offset, c.count))
+        c.entries = int(K.total_entries_serial(c.S, c.L, c.offset, c.count))
         stats["entries_after"] = c.entries
         self.k_last = k
         return stats
@@ -257,11 +283,13 @@ class CpuPrimitives(Primitives):
     def select(self, b: int, last_discover: bool = True) -> tuple[np.ndarray, int]:
         c = self.coll
         self.cnt2[:] = self.cnt
-        K.clear_flags(c.S, c.L, c.flag, c.count)
+        self._k("clear_flags", c.theta)(c.S, c.L, c.flag, c.count)
+        argmax = self._k("argmax_ratio", self.n_res)
+        discover = self._k("discover_kernel", c.entries)
         seeds = []
         coverage = 0
         for q in range(b):
-            u = int(K.argmax_ratio(self.cnt2, self.cost, self.residual, np.int64(self.n_res), self.excluded))
+            u = int(argmax(self.cnt2, self.cost, self.residual, np.int64(self.n_res), self.excluded))
             if u < 0:
                 break
             coverage += int(self.cnt2[u])
@@ -269,9 +297,9 @@ class CpuPrimitives(Primitives):
             self.excluded[u] = 1
             if q + 1 < b or last_discover:
                 with numba.parallel_chunksize(1):
-                    K.discover_kernel(c.S, c.L, c.l, c.mrr, c.offset, c.flag, c.count, np.int64(u),
-                                      self.excluded, self.delta, self.errors)
-                K.fold_delta(self.cnt2, self.delta)
+                    discover(c.S, c.L, c.l, c.mrr, c.offset, c.flag, c.count, np.int64(u),
+                             self.excluded, self.delta, self.newly, self.errors)
+                self._fold(self.cnt2)
         self._check()
         seeds = np.asarray(seeds, dtype=np.int64)
         self.excluded[seeds] = 0
@@ -296,13 +324,12 @@ class CpuPrimitives(Primitives):
 
     def discover_active(self) -> int:
         c = self.coll
-        before = int(K.count_flags(c.S, c.L, c.flag, c.count))
         with numba.parallel_chunksize(1):
-            K.discover_kernel(c.S, c.L, c.l, c.mrr, c.offset, c.flag, c.count, np.int64(-1), self.active,
-                              self.delta, self.errors)
-        K.fold_delta(self.cnt, self.delta)
+            self._k("discover_kernel", c.entries)(c.S, c.L, c.l, c.mrr, c.offset, c.flag, c.count, np.int64(-1),
+                                                  self.active, self.delta, self.newly, self.errors)
+        self._fold(self.cnt)
         self._check()
-        return int(K.count_flags(c.S, c.L, c.flag, c.count)) - before
+        return int(self.newly.sum())
 
     def mark_active(self, nodes) -> None:
         """Test hook: make ``nodes`` active without a diffusion (then call discover_active)."""

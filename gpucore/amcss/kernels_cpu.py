@@ -14,12 +14,23 @@ the thread count or the schedule. Per-thread scratch (rows of ``[T, n]`` arrays,
 
 from __future__ import annotations
 
+import types
+
 import numba
 import numpy as np
 from numba import njit, prange
 
 from gpucore.random.hashing import index_below, mix3, mix5, step, uniform
 from gpucore.random.worlds import ic_live, lt_draw, lt_fixed_weight, lt_threshold
+
+def _parallel_and_serial(fn):
+    """Compile ``fn`` twice: parallel over segments, and serial (for small work, where a parallel
+    launch costs more than it saves, especially on a loaded machine). Returns (parallel, serial)."""
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__, fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + "_serial"
+    twin.__doc__ = fn.__doc__
+    return njit(parallel=True, cache=True)(fn), njit(cache=True)(twin)
+
 
 COIN = np.uint64(1)  # Stream.COIN
 ROOT = np.uint64(2)  # Stream.ROOT
@@ -278,7 +289,6 @@ def build_set(
     return 0, pos, moved_start, moved_end, moved_nroots
 
 
-@njit(parallel=True, cache=True)
 def generate_kernel(
     S, L, l, mrr, offset, nroots, set_id, flag, count, lo, hi, status,
     theta_prev, theta_new, id_base, k, seed, rnd, is_lt,
@@ -323,7 +333,6 @@ def generate_kernel(
         hi[s] = bw
 
 
-@njit(parallel=True, cache=True)
 def update_init_kernel(S, L, offset, nroots, count, status, upd):
     """Start an Update: every segment pending at slot 0, writing after its tail."""
     for s in prange(S):
@@ -340,7 +349,6 @@ def update_init_kernel(S, L, offset, nroots, count, status, upd):
             status[s] = ST_DONE
 
 
-@njit(parallel=True, cache=True)
 def update_kernel(
     S, L, l, mrr, offset, nroots, set_id, flag, count, lo, hi, status, upd,
     k, seed, rnd, is_lt,
@@ -423,7 +431,6 @@ def update_kernel(
             hi[s] = bw
 
 
-@njit(parallel=True, cache=True)
 def relayout_kernel(S, l_old, mrr_old, l_new, mrr_new, lo, hi):
     """Copy each segment's live logical range into a collection with longer segments."""
     for s in prange(S):
@@ -431,7 +438,6 @@ def relayout_kernel(S, l_old, mrr_old, l_new, mrr_new, lo, hi):
             mrr_new[s * l_new + p % l_new] = mrr_old[s * l_old + p % l_old]
 
 
-@njit(parallel=True, cache=True)
 def reslot_kernel(S, L_old, L_new, offset_o, nroots_o, set_id_o, flag_o, offset_n, nroots_n, set_id_n, flag_n, count):
     """Copy the per-slot arrays to a layout with more slots per segment."""
     for s in prange(S):
@@ -444,13 +450,13 @@ def reslot_kernel(S, L_old, L_new, offset_o, nroots_o, set_id_o, flag_o, offset_
             flag_n[s * L_new + i] = flag_o[s * L_old + i]
 
 
-@njit(parallel=True, cache=True)
-def discover_kernel(S, L, l, mrr, offset, flag, count, node, mask, delta, errors):
+def discover_kernel(S, L, l, mrr, offset, flag, count, node, mask, delta, newly, errors):
     """Flag the unflagged sets that contain ``node`` (node >= 0) or any v with mask[v] != 0
-    (node < 0), and take their members out of the coverage (delta -= 1). Returns nothing; the
-    number of newly flagged sets per segment is left in ``errors``-free form by the caller."""
+    (node < 0), and take their members out of the coverage (delta -= 1); ``newly[s]`` = number of
+    sets of segment s flagged by this call."""
     T = delta.shape[0]
     for s in prange(S):
+        newly[s] = 0
         tid = numba.get_thread_id()
         if tid >= T:
             errors[0] = 1
@@ -475,11 +481,11 @@ def discover_kernel(S, L, l, mrr, offset, flag, count, node, mask, delta, errors
                         break
             if hit:
                 flag[ob + r] = 1
+                newly[s] += 1
                 for p in range(start, end):
                     delta[tid, mrr[seg_base + p % l]] -= 1
 
 
-@njit(parallel=True, cache=True)
 def fold_delta(cnt, delta):
     """cnt += sum of the per-thread deltas; deltas back to zero."""
     T = delta.shape[0]
@@ -495,7 +501,6 @@ def fold_delta(cnt, delta):
             cnt[v] += acc
 
 
-@njit(parallel=True, cache=True)
 def count_flags(S, L, flag, count):
     total = 0
     for s in prange(S):
@@ -507,14 +512,12 @@ def count_flags(S, L, flag, count):
     return total
 
 
-@njit(parallel=True, cache=True)
 def clear_flags(S, L, flag, count):
     for s in prange(S):
         for r in range(count[s]):
             flag[s * L + r] = 0
 
 
-@njit(parallel=True, cache=True)
 def argmax_ratio(cnt, cost, residual, n_res, excluded):
     """argmax over v in residual[:n_res] with excluded[v] == 0 of cnt[v] / cost[v]; ties -> lowest id."""
     chunks = 64
@@ -616,9 +619,21 @@ def fixed_weights(w, out):
         out[i] = lt_fixed_weight(w[i])
 
 
-@njit(parallel=True, cache=True)
 def total_entries(S, L, offset, count):
     tot = 0
     for s in prange(S):
         tot += offset[s * L + count[s]] - offset[s * L]
     return tot
+
+
+generate_kernel, generate_kernel_serial = _parallel_and_serial(generate_kernel)
+update_init_kernel, update_init_kernel_serial = _parallel_and_serial(update_init_kernel)
+update_kernel, update_kernel_serial = _parallel_and_serial(update_kernel)
+relayout_kernel, relayout_kernel_serial = _parallel_and_serial(relayout_kernel)
+reslot_kernel, reslot_kernel_serial = _parallel_and_serial(reslot_kernel)
+discover_kernel, discover_kernel_serial = _parallel_and_serial(discover_kernel)
+fold_delta, fold_delta_serial = _parallel_and_serial(fold_delta)
+count_flags, count_flags_serial = _parallel_and_serial(count_flags)
+clear_flags, clear_flags_serial = _parallel_and_serial(clear_flags)
+argmax_ratio, argmax_ratio_serial = _parallel_and_serial(argmax_ratio)
+total_entries, total_entries_serial = _parallel_and_serial(total_entries)
