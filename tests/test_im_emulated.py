@@ -52,17 +52,23 @@ def test_sets_equal_cpu(model, rounds):
         same_sets(want, got)
 
 
+def hub_graph(h, leaves, p_back=0.6):
+    """Nodes 1..h -> 0 (p = 1), 0 -> every leaf (p = 1), leaf i -> node 1 + i % h (p_back): every RR set
+    holds the hub 0, whose h in-neighbours all join the frontier while node 0 is processed."""
+    n = 1 + h + leaves
+    src = list(range(1, h + 1)) + [0] * leaves + list(range(h + 1, n))
+    dst = [0] * h + list(range(h + 1, n)) + [1 + i % h for i in range(leaves)]
+    prob = [1.0] * (h + leaves) + [p_back] * leaves
+    return from_arcs(n, src, dst, prob)
+
+
 def test_reservoir_offload_and_reload():
-    # node 0 has 300 in-arcs with p = 1 and each of those 2 more behind it: frontiers of hundreds
-    # of nodes in a 64-entry shared queue
-    n = 901
-    src = list(range(1, 301)) + list(range(301, 601)) + list(range(601, 901))
-    dst = [0] * 300 + list(range(1, 301)) + list(range(1, 301))
-    prob = [1.0] * 300 + [0.6] * 600
-    g = from_arcs(n, src, dst, prob)
-    want = cpu_sets(g, "IC", 1, 3, 0, 60)
+    g = hub_graph(300, 600)  # frontiers of 300+ nodes in a 64-entry shared queue
+    want = cpu_sets(g, "IC", 1, 3, 0, 40)
+    assert np.mean(np.diff(want[0]) >= 301) > 0.5
     eng = emulated_engine(g, "IC", 1, 3, queue_size=64)
-    same_sets(want, engine_sets(eng, 0, 60))
+    same_sets(want, engine_sets(eng, 0, 40))
+    same_sets(cpu_sets(g, "IC", 2, 3, 0, 20), engine_sets(emulated_engine(g, "IC", 2, 3, queue_size=64), 0, 20))
 
 
 def test_tier2_for_sets_beyond_the_staging_buffer():

@@ -84,17 +84,26 @@ def test_rr_sets_equal_cpu_real_graph(real_graph, model):
     same_sets(want, got)
 
 
+def hub_graph(h, leaves, p_back=0.6):
+    """Nodes 1..h -> 0 (p = 1), 0 -> every leaf (p = 1), leaf i -> node 1 + i % h (p_back): every RR set
+    holds the hub 0, whose h in-neighbours all join the frontier while node 0 is processed."""
+    n = 1 + h + leaves
+    src = list(range(1, h + 1)) + [0] * leaves + list(range(h + 1, n))
+    dst = [0] * h + list(range(h + 1, n)) + [1 + i % h for i in range(leaves)]
+    prob = [1.0] * (h + leaves) + [p_back] * leaves
+    return from_arcs(n, src, dst, prob)
+
+
 def test_queue_reservoir_and_tier2_paths():
-    # node 0 has 6000 in-arcs with p = 1 (frontier far beyond the shared queue: reservoir), and
-    # each of those nodes a chain behind it; a tiny staging buffer forces tier 2 for most sets
-    n = 12001
-    src = list(range(1, 6001)) + list(range(6001, 12001))
-    dst = [0] * 6000 + list(range(1, 6001))
-    prob = [1.0] * 6000 + [0.5] * 6000
-    g = from_arcs(n, src, dst, prob)
+    # frontiers of 6000+ nodes in the 1024-entry shared queue (reservoir offload/reload in every
+    # set); a small staging buffer forces tier 2; several block counts
+    g = hub_graph(6000, 6000)
     want = engine_sets(CPUEngine(g, "IC", 1, 2, cpu()), 0, 3000)
-    for kw in ({}, {"stage_cap": 100}, {"blocks": 1}, {"blocks": 7, "stage_cap": 5000}):
+    assert np.mean(np.diff(want[0]) >= 6001) > 0.5
+    for kw in ({}, {"stage_cap": 100}, {"blocks": 1}, {"blocks": 7, "stage_cap": 8000}):
         same_sets(want, engine_sets(engine(g, "IC", 1, 2, **kw), 0, 3000))
+    want = engine_sets(CPUEngine(g, "IC", 2, 2, cpu()), 0, 1000)
+    same_sets(want, engine_sets(engine(g, "IC", 2, 2, stage_cap=9000), 0, 1000))
 
 
 def test_pool_overflow_retry_gives_the_same_sets():
