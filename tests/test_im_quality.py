@@ -50,3 +50,16 @@ def test_imm_reaches_098_of_celf(graphs, name, model, k, worlds):
     assert a.ci_high >= 0.98 * b.mean, (name, model, a.mean, b.mean)
     # and the IMM estimate itself is close to the oracle's (within 10% of its CI, as gpucore verify asks)
     assert 0.9 * a.ci_low <= ours["estimated_spread"] <= 1.1 * a.ci_high
+
+
+@pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3), ("LT", 2)])
+def test_oracle_verification_10000_runs(graphs, model, rounds):
+    """The result check of `gpucore im --verify 10000`: estimate within the oracle's CI widened by 10%."""
+    from gpucore.im.verify import verify_result
+
+    g = graphs("nethept.txt.gz")
+    res = imm(g, 10, 0.2, model, rounds=rounds, seed=2, backend="cpu")
+    report = verify_result(g, res, runs=10000, seed=4, backend="cpu")
+    assert report["passed"], report["failures"]
+    assert report["runs"] == 10000
+    assert report["ci"][0] <= report["mean"] <= report["ci"][1]
