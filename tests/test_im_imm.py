@@ -170,3 +170,44 @@ def test_engine_counts_are_exact_on_a_fixed_collection():
         np.testing.assert_array_equal(s, np.arange(s[-1] + 1))
     chosen, gains, covered = eng.greedy(coll, 1)
     assert chosen[0] == 0 and covered == 100
+
+
+def test_pinned_run_and_theta_from_lb(shared_data, tmp_path):
+    """A fixed run on NetHEPT (WC): theta = ceil(lambda* / LB) with LB from the logged LB iteration."""
+    from gpucore.graph import load_graph, preprocess
+
+    out = tmp_path / "nethept.gcsr"
+    preprocess(shared_data / "nethept.txt.gz", out, show_progress=False)
+    g = load_graph(out)
+    res = imm(g, 50, 0.5, "IC", seed=0, backend="cpu")
+    p = imm_parameters(g.n, 50, 0.5)
+    last = res["lb_iterations"][-1]
+    assert res["lb_iteration"] == last["i"] and last["theta_i"] == p.theta_i(last["i"])
+    lb = g.n * last["covered"] / last["theta_i"] / (1 + p.epsilon_prime)
+    assert lb >= (1 + p.epsilon_prime) * p.x(last["i"]) / (1 + p.epsilon_prime)
+    assert res["theta"] == math.ceil(p.lambda_star / lb)
+    for it in res["lb_iterations"][:-1]:  # earlier iterations failed the test
+        assert it["estimate"] < (1 + p.epsilon_prime) * it["x"]
+    # regression pins of this run (keys fixed: any change to sampling or selection shows here)
+    assert (res["lb_iteration"], res["lb_sets"], res["theta"]) == PINNED_NETHEPT
+
+
+PINNED_NETHEPT = (5, 54721, 58176)
+
+
+@pytest.mark.parametrize("weights", ["wc", "const:0.05", "trivalency", "uniform:0,0.2", "normal:0.05,0.02"])
+def test_every_weight_scheme(tmp_path, weights):
+    from gpucore.graph import load_graph, preprocess
+    from gpucore.graph.generators import preferential_attachment, write_edge_list
+    from gpucore.im.verify import verify_result
+
+    src, dst = preferential_attachment(400, 2400, 0.3, 5)
+    text = tmp_path / "g.txt"
+    write_edge_list(text, src, dst)
+    out = tmp_path / "g.gcsr"
+    preprocess(text, out, weights=weights, seed=3, show_progress=False)
+    g = load_graph(out)
+    for model in ("IC", "LT"):
+        res = imm(g, 5, 0.3, model, seed=1, backend="cpu")
+        rep = verify_result(g, res, runs=3000, seed=2, backend="cpu")
+        assert rep["passed"], (weights, model, rep["failures"])
