@@ -61,9 +61,17 @@ def build_graph(key: str, shared: Path | None, cache: Path) -> Path:
             raise FileNotFoundError(f"{spec['file']} not found under --shared-data {shared}")
         preprocess(shared / spec["file"], out, weights="wc", show_progress=False)
     else:
-        cmd = [sys.executable, "-m", "gpucore", "generate", "pa", "--nodes", str(spec["nodes"]), "--edges",
-               str(spec["edges"]), "--seed", "1", "--weights", "wc", "-o", str(out)]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, GPUCORE_PROGRESS="0"))
+        # what `gpucore generate pa --nodes N --edges M --seed 1 --weights wc -o out.gcsr` does, in-process
+        from gpucore.graph.generators import generate, write_edge_list
+
+        src, dst = generate("pa", spec["nodes"], spec["edges"], seed=1, reciprocity=0.3)
+        text = cache / f"{key}.txt"
+        write_edge_list(text, src, dst, f"gpucore generate pa --nodes {spec['nodes']} --edges {spec['edges']} --seed 1")
+        del src, dst
+        try:
+            preprocess(text, out, undirected=False, weights="wc", seed=1, show_progress=False)
+        finally:
+            text.unlink(missing_ok=True)
     log(f"built {key} in {time.perf_counter() - t:.1f}s -> {out}")
     return out
 
