@@ -1,0 +1,90 @@
+"""``gpucore amcss`` through a subprocess: a generated graph, the result JSON replayed by the
+oracle, the progress line per round, and bad input exiting 2 with one error line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+
+def gpucore(*args, env=None, check=True):
+    proc = subprocess.run([sys.executable, "-m", "gpucore", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"gpucore {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def graph_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("amcss_cli") / "pa.gcsr"
+    gpucore("generate", "pa", "--nodes", 800, "--edges", 4000, "--seed", 3, "-o", path)
+    return path
+
+
+def test_cli_run_writes_replayable_json(graph_file, tmp_path):
+    from gpucore.graph import load_graph
+    from gpucore.oracle import replay
+
+    out = tmp_path / "out.json"
+    proc = gpucore("amcss", "--graph", graph_file, "--model", "LT", "--eta", 200, "--batch", 4, "--eps", 0.5,
+                   "--realizations", 2, "--seed", 9, "--threads", 2, "--backend", "cpu", "-o", out,
+                   env={"GPUCORE_PROGRESS": "1"})
+    assert "realization 1/2 round 1:" in proc.stderr and "realization 2/2 round 1:" in proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["algorithm"] == "MERIT" and summary["reached_all"]
+    result = json.loads(out.read_text())
+    assert result["kind"] == "amcss" and result["model"] == "LT" and result["eta"] == 200
+    assert result["epsilon"] == 0.5 and result["batch"] == 4 and result["backend"] == "cpu"
+    graph = load_graph(graph_file)
+    assert result["graph"] == {**result["graph"], "path": str(graph_file), "sha256": graph.sha256}
+    for rec in result["realizations"]:
+        rep = replay(graph, rec["rounds"], "LT", rec["world_seed"], 200)
+        assert rep.passed, rep.first_mismatch
+
+
+def test_cli_no_update_is_pasti(graph_file, tmp_path):
+    out = tmp_path / "pasti.json"
+    gpucore("amcss", "--graph", graph_file, "--eta", 100, "--no-update", "--backend", "cpu", "-o", out)
+    result = json.loads(out.read_text())
+    assert result["algorithm"] == "PASTI" and result["update"] is False and result["model"] == "IC"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--eta", 0], "--eta"),
+    (["--eta", 801], "--eta"),
+    (["--eta", 10, "--batch", 0], "--batch"),
+    (["--eta", 10, "--eps", 1.0], "--eps"),
+    (["--eta", 10, "--eps", 0], "--eps"),
+    (["--eta", 10, "--model", "XX"], "--model"),
+    (["--eta", 10, "--memory-budget", "lots"], "--memory-budget"),
+    (["--eta", 10, "--memory-budget", "64KiB"], "memory budget"),
+])
+def test_cli_bad_input_exits_2(graph_file, tmp_path, args, needle):
+    out = tmp_path / "never.json"
+    proc = gpucore("amcss", "--graph", graph_file, "--backend", "cpu", *args, "-o", out, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpucore: error:") and needle in lines[0], proc.stderr
+    assert not out.exists()
+
+
+def test_cli_missing_graph_file(tmp_path):
+    proc = gpucore("amcss", "--graph", tmp_path / "nope.gcsr", "--eta", 5, check=False)
+    assert proc.returncode == 2 and "gpucore: error:" in proc.stderr
+
+
+def test_cli_non_positive_costs(tmp_path):
+    from gpucore.graph import save_graph
+    from tests.test_amcss_ref import dedup_graph
+
+    rng = np.random.default_rng(1)
+    graph = dedup_graph(50, rng.integers(0, 50, 150), rng.integers(0, 50, 150), prob=0.2, cost=0.0)
+    path = save_graph(graph, tmp_path / "zero_cost.gcsr")
+    proc = gpucore("amcss", "--graph", path, "--eta", 5, "--backend", "cpu", check=False)
+    assert proc.returncode == 2 and "costs" in proc.stderr
