@@ -43,8 +43,7 @@ localrules:
     download,
     datasets_table,
     amcss_tables,
-    amcss_figure,
-    amcss_verification_figure,
+    amcss_figures,
     im_tables,
 
 

@@ -52,36 +52,23 @@ rule amcss_tables:
         "../workflow/scripts/aggregate_amcss.py"
 
 
-rule amcss_figure:
-    """Cost vs eta, time vs eta (MERIT Figs 5-8) and the time breakdown (Figs 11-12) of one model."""
+rule amcss_figures:
+    """Cost vs eta and time vs eta (MERIT Figs 5-8), time breakdown (Figs 11-12) per model, verification."""
     input:
         "results/tables/amcss_realizations.csv",
     output:
-        report(
-            "results/figures/amcss_{figure}_{model}.png",
-            caption="../workflow/report/amcss_figure.rst",
-            category="AMCSS",
-            subcategory="Figures",
-            labels={"figure": "{figure}", "model": "{model}"},
-        ),
-    wildcard_constraints:
-        figure="|".join(AMCSS_FIGURES),
-    log:
-        "logs/aggregate/amcss_{figure}_{model}.log",
-    benchmark:
-        "benchmarks/aggregate/amcss_{figure}_{model}.tsv"
-    conda:
-        "../workflow/envs/gpucore.yaml"
-    script:
-        "../workflow/scripts/plot_amcss.py"
-
-
-rule amcss_verification_figure:
-    """Final active count vs eta for every realization of every AMCSS cell."""
-    input:
-        "results/tables/amcss_realizations.csv",
-    output:
-        report(
+        [
+            report(
+                f"results/figures/amcss_{figure}_{model}.png",
+                caption=f"../workflow/report/amcss_{figure}.rst",
+                category="AMCSS",
+                subcategory="Figures",
+                labels={"figure": figure, "model": model},
+            )
+            for figure in AMCSS_FIGURES
+            for model in amcss_models()
+        ],
+        verification=report(
             "results/figures/amcss_verification.png",
             caption="../workflow/report/amcss_verification.rst",
             category="AMCSS",
@@ -89,9 +76,9 @@ rule amcss_verification_figure:
             labels={"figure": "verification", "model": "all"},
         ),
     log:
-        "logs/aggregate/amcss_verification.log",
+        "logs/aggregate/amcss_figures.log",
     benchmark:
-        "benchmarks/aggregate/amcss_verification.tsv"
+        "benchmarks/aggregate/amcss_figures.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     script:

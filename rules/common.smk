@@ -197,6 +197,14 @@ def cell_gpus(wildcards):
     return 1 if algorithm_backend(wildcards.algorithm) == "cuda" else 0
 
 
+def verify_backend(wildcards):
+    return config["verify"].get("backend") or algorithm_backend(wildcards.algorithm)
+
+
+def verify_gpus(wildcards):
+    return 1 if verify_backend(wildcards) == "cuda" else 0
+
+
 def job_threads(wildcards=None):
     threads = config["threads"]
     if threads > 0:

@@ -13,7 +13,10 @@ rule verify:
         "results/cells/{dataset}/{model}/{algorithm}/{cell}.verify.json",
     params:
         runs=config["verify"]["runs"],
+        backend=verify_backend,
     threads: job_threads
+    resources:
+        gpu=verify_gpus,
     log:
         "logs/cells/{dataset}/{model}/{algorithm}/{cell}.verify.log",
     benchmark:
@@ -21,5 +24,6 @@ rule verify:
     conda:
         "../workflow/envs/gpucore.yaml"
     shell:
-        "gpucore verify {input.result} --graph {input.graph} --runs {params.runs} -o {output} > {log} 2>&1"
+        "gpucore verify {input.result} --graph {input.graph} --runs {params.runs} --backend {params.backend} --threads {threads}"
+        " -o {output} > {log} 2>&1"
         " || {{ status=$?; cp {output} {log}.json 2>/dev/null; echo \"verification failed (exit $status): see {log}\" >&2; exit $status; }}"
