@@ -179,6 +179,12 @@ def main(argv=None) -> int:
         cell = {"graph": key, "title": GRAPHS[key]["title"], "n": graph.n, "m": graph.m,
                 "gim_paper": {"imm_1thread": GRAPHS[key]["gim_imm"], "gim": GRAPHS[key]["gim_gpu"],
                               "speedup": GRAPHS[key]["gim_imm"] / GRAPHS[key]["gim_gpu"]}}
+        report["cells"].append(cell)  # filled in place; saved after every timed cell
+
+        def save():
+            report["total_seconds"] = time.perf_counter() - started
+            (out / "bench_im.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+            (out / "bench_im.md").write_text(markdown(report))
         if "gpu" in modes and has_gpu:
             runs = []
             for r in range(max(1, args.repeats)):
@@ -186,6 +192,7 @@ def main(argv=None) -> int:
                 log(f"{key} gpu run {r}: {runs[-1]['seconds']:.3f}s theta={runs[-1]['theta']:,}")
             cell["gpu"] = runs[0] | {"seconds_all": [x["seconds"] for x in runs],
                                      "seconds": statistics.median(x["seconds"] for x in runs)}
+            save()
         for mode, threads in (("cpu16", args.cpu_threads), ("cpu1", 1)):
             if mode not in modes:
                 continue
@@ -200,8 +207,11 @@ def main(argv=None) -> int:
                                          f"{max(0.0, remaining()):.0f}s"}
                 log(f"{key} {mode}: {cell[mode]['skipped']}")
                 continue
+            log(f"{key} {mode}: started ({remaining():.0f}s of budget left)")
             cell[mode] = run_cell(graph, "cpu", threads, args)
             log(f"{key} {mode}: {cell[mode]['seconds']:.2f}s theta={cell[mode]['theta']:,}")
+            cell["speedup_vs_" + mode] = (cell[mode]["seconds"] / cell["gpu"]["seconds"]) if "gpu" in cell else None
+            save()
         if ratio is None and "seconds" in cell.get("cpu1", {}) and "seconds" in cell.get("cpu16", {}):
             ratio = cell["cpu1"]["seconds"] / cell["cpu16"]["seconds"]
         ref = cell.get("gpu")
@@ -211,9 +221,8 @@ def main(argv=None) -> int:
                     cell[f"speedup_vs_{mode}"] = cell[mode]["seconds"] / ref["seconds"]
                     cell[f"identical_{mode}"] = (cell[mode]["seed_ids"] == ref["seed_ids"]
                                                  and cell[mode]["theta"] == ref["theta"])
-        for mode in ("gpu", "cpu16", "cpu1"):
-            cell.get(mode, {}).pop("seed_ids", None) if mode != "gpu" else None
-        report["cells"].append(cell)
+        for mode in ("cpu16", "cpu1"):
+            cell.get(mode, {}).pop("seed_ids", None)
         if not args.no_mrim and has_gpu and "mrim" not in report:
             mr = {"graph": key, "k": 10, "rounds": 5, "eps": 0.1,
                   "gim_paper_table3_epinions": {"gpu": 0.087, "cpu_serial": 2.4}}
@@ -224,12 +233,10 @@ def main(argv=None) -> int:
             mr["identical"] = all(mr[m]["seed_ids"] == mr["gpu"]["seed_ids"] for m in ("cpu16", "cpu1") if m in mr)
             report["mrim"] = mr
             log(f"{key} MRIM: gpu {mr['gpu']['seconds']:.3f}s cpu16 {mr['cpu16']['seconds']:.2f}s")
-        report["total_seconds"] = time.perf_counter() - started
-        (out / "bench_im.json").write_text(json.dumps(report, indent=2) + "\n")  # partial results survive
-        (out / "bench_im.md").write_text(markdown(report))
+        save()
 
     report["total_seconds"] = time.perf_counter() - started
-    (out / "bench_im.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / "bench_im.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     (out / "bench_im.md").write_text(markdown(report))
     log(f"wrote {out / 'bench_im.json'} and {out / 'bench_im.md'} ({report['total_seconds']:.0f}s)")
     return 0
