@@ -78,6 +78,16 @@ def test_rr_sets_equal_cpu(model, rounds):
 
 
 @pytest.mark.parametrize("model", ["IC", "LT"])
+def test_rr_sets_equal_cpu_midsize(model):
+    # 200k nodes, ~2M arcs, all 4224 blocks busy, several batches, MRIM too
+    g = pa_graph(200_000, 2_000_000, seed=12)
+    want = engine_sets(CPUEngine(g, model, 1, 3, cpu()), 5, 300_000)
+    same_sets(want, engine_sets(engine(g, model, 1, 3), 5, 300_000, batch=70_000))
+    want = engine_sets(CPUEngine(g, model, 4, 3, cpu()), 0, 50_000)
+    same_sets(want, engine_sets(engine(g, model, 4, 3), 0, 50_000))
+
+
+@pytest.mark.parametrize("model", ["IC", "LT"])
 def test_rr_sets_equal_cpu_real_graph(real_graph, model):
     want = engine_sets(CPUEngine(real_graph, model, 1, 5, cpu()), 0, 50000)
     got = engine_sets(engine(real_graph, model, 1, 5), 0, 50000)
