@@ -70,6 +70,11 @@ def make_primitives(graph: Graph, model: str, backend: str = "cpu", threads: int
                     memory_budget: int | None = None, segments: int | None = None) -> Primitives:
     """The backend's primitives for (graph, model) under a memory budget (bytes; default from RAM)."""
     be = get_backend(backend)
+    if backend == "auto" and be.is_cuda:
+        try:
+            load_primitives("cuda")
+        except GpucoreError:  # no CUDA primitives in this build yet: auto means "best available"
+            be = get_backend("cpu")
     if memory_budget is None:
         memory_budget = int(be.free_memory() * DEFAULT_BUDGET_SHARE) if be.is_cuda else int(
             available_ram() * DEFAULT_BUDGET_SHARE)

@@ -1,0 +1,234 @@
+#!/usr/bin/env python
+"""Benchmark MERIT-CPU (update) against PASTI (regenerate every round) on real and generated graphs.
+
+For every graph x model x algorithm it runs ``gpucore amcss`` in a subprocess (one JSON per cell,
+a wall-clock limit per cell) and writes, under ``--out``:
+
+- ``graphs/*.gcsr``        the preprocessed graphs (reused when present),
+- ``cells/*.json``         the full result of every cell (per realization and round: seeds, cost,
+                           newly active, theta, seconds per phase),
+- ``bench-amcss.json``     one row per cell + machine facts, and
+- ``bench-amcss.md``       the table (times, speedup, costs, rounds, theta per round).
+
+Typical use (this machine, then the 16-core GPU host)::
+
+    python benchmarks/bench_amcss.py --out results/bench-amcss-cpu
+    python benchmarks/bench_amcss.py --out $OUT/bench-amcss --threads 16
+
+Graphs: the SNAP files in ``../shared/data/snap`` (``--data``) and a generated graph
+(``--big-nodes``/``--big-edges``, preferential attachment, 1M nodes by default). Weighted cascade
+p = 1/indeg, c(u) = 0.01 + 0.01 outdeg, eps = 0.5 (the paper's setting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: file, short name, undirected, default eta (about 5-10 % of n on the small graphs)
+SNAP = [
+    ("email-Eu-core.txt.gz", "email-Eu-core", False, 100),
+    ("facebook_combined.txt.gz", "ego-Facebook", True, 400),
+    ("ca-GrQc.txt.gz", "ca-GrQc", True, 400),
+    ("wiki-Vote.txt.gz", "wiki-Vote", False, 500),
+    ("nethept.txt.gz", "NetHEPT", True, 1000),
+    ("soc-Epinions1.txt.gz", "soc-Epinions1", False, 2000),
+]
+
+
+def gpucore(args, timeout=None, env=None):
+    return subprocess.run([sys.executable, "-m", "gpucore", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def prepare_graphs(opts, out: Path) -> list[dict]:
+    gdir = out / "graphs"
+    gdir.mkdir(parents=True, exist_ok=True)
+    graphs = []
+    wanted = set(opts.graphs.split(",")) if opts.graphs else None
+    for fname, name, undirected, eta in SNAP:
+        if wanted and name not in wanted:
+            continue
+        src = Path(opts.data) / fname
+        if not src.is_file():
+            print(f"skip {name}: {src} not found", file=sys.stderr)
+            continue
+        dst = gdir / f"{name}.gcsr"
+        if not dst.is_file():
+            args = ["preprocess", src, "-o", dst, "--undirected" if undirected else "--directed"]
+            proc = gpucore(args)
+            if proc.returncode:
+                raise SystemExit(f"preprocess {name} failed: {proc.stderr}")
+        graphs.append({"name": name, "path": dst, "eta": eta, "batch": opts.batch})
+    if opts.big_nodes > 0 and (not wanted or "pa-1M" in wanted or "generated" in wanted):
+        name = f"pa-{opts.big_nodes // 1_000_000}M" if opts.big_nodes >= 1_000_000 else f"pa-{opts.big_nodes}"
+        dst = gdir / f"{name}.gcsr"
+        if not dst.is_file():
+            proc = gpucore(["generate", "pa", "--nodes", opts.big_nodes, "--edges", opts.big_edges, "--seed", 1,
+                            "-o", dst])
+            if proc.returncode:
+                raise SystemExit(f"generate {name} failed: {proc.stderr}")
+        graphs.append({"name": name, "path": dst, "eta": opts.big_eta, "batch": opts.big_batch})
+    return graphs
+
+
+def run_cell(opts, graph: dict, model: str, algorithm: str, out: Path) -> dict:
+    cells = out / "cells"
+    cells.mkdir(parents=True, exist_ok=True)
+    cell = cells / f"{graph['name']}-{model}-{algorithm}.json"
+    eta = opts.eta or graph["eta"]
+    batch = graph["batch"] if model == "IC" else opts.lt_batch
+    args = ["amcss", "--graph", graph["path"], "--model", model, "--eta", eta, "--batch", batch, "--eps", opts.eps,
+            "--realizations", opts.realizations, "--seed", opts.seed, "--backend", opts.backend, "-o", cell]
+    if algorithm != "MERIT":
+        args.append("--no-update")
+    if opts.threads:
+        args += ["--threads", opts.threads]
+    row = {"graph": graph["name"], "model": model, "algorithm": algorithm, "eta": eta, "batch": batch}
+    if cell.is_file() and not opts.force:
+        result = json.loads(cell.read_text())
+    else:
+        t0 = time.perf_counter()
+        try:
+            proc = gpucore(args, timeout=opts.cell_timeout)
+        except subprocess.TimeoutExpired:
+            return {**row, "status": f"timeout after {opts.cell_timeout} s"}
+        if proc.returncode:
+            return {**row, "status": "error", "error": proc.stderr.strip().splitlines()[-1:]}
+        row["wall_seconds"] = time.perf_counter() - t0
+        result = json.loads(cell.read_text())
+    s = result["summary"]
+    first = result["realizations"][0]["rounds"]
+    row.update(
+        status="ok",
+        n=result["graph"]["n"], m=result["graph"]["m"],
+        threads=result.get("threads"),
+        seconds=s["total_seconds"], mean_seconds=s["mean_seconds"],
+        seconds_by_phase=s["seconds_by_phase"],
+        mean_cost=s["mean_total_cost"], mean_cost_normalized=s["mean_total_cost_normalized"],
+        mean_rounds=s["mean_rounds"], reached_all=s["reached_all"], max_theta=s["max_theta"],
+        theta_per_round=[rd["theta"] for rd in first],
+        trials_per_round=[rd["trials"] for rd in first],
+        cost_per_round=[round(rd["cost"], 4) for rd in first],
+    )
+    return row
+
+
+def machine() -> dict:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = "?"
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        pass
+    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**30, 1),
+            "python": platform.python_version(), "commit": commit,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def write_markdown(path: Path, facts: dict, rows: list[dict], opts) -> None:
+    lines = [
+        "# AMCSS on the CPU: MERIT (update) vs PASTI (regenerate)",
+        "",
+        f"- date: {facts['date']}; commit: `{facts['commit']}`",
+        f"- machine: {facts['cpu']}, {facts['cores']} cores, {facts['memory_gib']} GiB; threads used: "
+        f"{opts.threads or 'all'}; backend: {opts.backend}",
+        f"- setting: weighted cascade p = 1/indeg, c(u) = 0.01 + 0.01 outdeg, eps = {opts.eps}, "
+        f"{opts.realizations} realization(s), seed {opts.seed}; IC batch per graph, LT batch {opts.lt_batch}",
+        "- seconds: total over the realizations (in-process, excluding start-up); cost: mean raw total cost",
+        "  (normalised = / max cost); theta: collection size per round of realization 0",
+        "",
+        "| graph | n | m | model | eta | b | MERIT s | PASTI s | speedup | MERIT cost | PASTI cost | rounds M/P "
+        "| MERIT update / generate s | theta per round (MERIT) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    by = {(r["graph"], r["model"], r["algorithm"]): r for r in rows}
+    seen = []
+    for r in rows:
+        key = (r["graph"], r["model"])
+        if key in seen:
+            continue
+        seen.append(key)
+        m, p = by.get((*key, "MERIT"), {}), by.get((*key, "PASTI"), {})
+
+        def sec(x):
+            return f"{x['seconds']:.2f}" if x.get("status") == "ok" else x.get("status", "-")
+
+        speed = f"{p['seconds'] / m['seconds']:.2f}x" if m.get("status") == p.get("status") == "ok" else "-"
+        theta = m.get("theta_per_round", [])
+        theta_s = ", ".join(str(t) for t in theta[:12]) + (" ..." if len(theta) > 12 else "")
+        phases = m.get("seconds_by_phase", {})
+        lines.append(
+            f"| {key[0]} | {m.get('n', p.get('n', '-')):,} | {m.get('m', p.get('m', '-')):,} | {key[1]} "
+            f"| {m.get('eta', p.get('eta'))} | {m.get('batch', p.get('batch'))} | {sec(m)} | {sec(p)} | {speed} "
+            f"| {m.get('mean_cost', float('nan')):.3f} | {p.get('mean_cost', float('nan')):.3f} "
+            f"| {m.get('mean_rounds', '-')}/{p.get('mean_rounds', '-')} "
+            f"| {phases.get('update', 0):.2f} / {phases.get('generate', 0):.2f} | {theta_s} |"
+        )
+    lines += ["", "All cells reached eta on every realization: "
+              + ("yes" if all(r.get("reached_all") for r in rows if r.get("status") == "ok") else "NO"), ""]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="output folder")
+    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "snap"), help="SNAP files folder")
+    ap.add_argument("--graphs", default="", help="comma-separated subset of graph names (default all)")
+    ap.add_argument("--models", default="IC,LT")
+    ap.add_argument("--algorithms", default="MERIT,PASTI")
+    ap.add_argument("--eta", type=int, default=None, help="override eta for every graph")
+    ap.add_argument("--batch", type=int, default=4, help="IC batch on the SNAP graphs (default 4)")
+    ap.add_argument("--lt-batch", type=int, default=4, help="LT batch (default 4, the paper's)")
+    ap.add_argument("--eps", type=float, default=0.5)
+    ap.add_argument("--realizations", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default all cores)")
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--big-nodes", type=int, default=1_000_000, help="generated graph size (0: none)")
+    ap.add_argument("--big-edges", type=int, default=6_000_000)
+    ap.add_argument("--big-eta", type=int, default=2000)
+    ap.add_argument("--big-batch", type=int, default=16, help="IC batch on the generated graph (paper: 16)")
+    ap.add_argument("--cell-timeout", type=int, default=3600, help="seconds per cell")
+    ap.add_argument("--force", action="store_true", help="rerun cells whose JSON exists")
+    opts = ap.parse_args(argv)
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    facts = machine()
+    graphs = prepare_graphs(opts, out)
+    rows = []
+    for graph in graphs:
+        for model in opts.models.split(","):
+            for algorithm in opts.algorithms.split(","):
+                row = run_cell(opts, graph, model, algorithm, out)
+                rows.append(row)
+                print(json.dumps({k: row.get(k) for k in ("graph", "model", "algorithm", "status", "seconds",
+                                                          "mean_cost", "mean_rounds", "max_theta")}), flush=True)
+                (out / "bench-amcss.json").write_text(json.dumps({"machine": facts, "cells": rows}, indent=2,
+                                                                 default=str) + "\n")
+                write_markdown(out / "bench-amcss.md", facts, rows, opts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
