@@ -45,7 +45,7 @@ rule amcss_tables:
     log:
         "logs/aggregate/amcss_tables.log",
     benchmark:
-        "benchmarks/aggregate/amcss_tables.tsv"
+        "results/benchmarks/aggregate/amcss_tables.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     script:
@@ -78,7 +78,7 @@ rule amcss_figures:
     log:
         "logs/aggregate/amcss_figures.log",
     benchmark:
-        "benchmarks/aggregate/amcss_figures.tsv"
+        "results/benchmarks/aggregate/amcss_figures.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     script:
@@ -107,7 +107,7 @@ rule im_tables:
     log:
         "logs/aggregate/im_tables.log",
     benchmark:
-        "benchmarks/aggregate/im_tables.tsv"
+        "results/benchmarks/aggregate/im_tables.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     script:
@@ -134,7 +134,7 @@ rule datasets_table:
     log:
         "logs/aggregate/datasets_table.log",
     benchmark:
-        "benchmarks/aggregate/datasets_table.tsv"
+        "results/benchmarks/aggregate/datasets_table.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     script:

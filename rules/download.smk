@@ -16,7 +16,7 @@ rule download:
     log:
         "logs/download/{dataset}/{file}.log",
     benchmark:
-        "benchmarks/download/{dataset}/{file}.tsv"
+        "results/benchmarks/download/{dataset}/{file}.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     script:
@@ -34,7 +34,7 @@ rule extract:
     log:
         "logs/extract/{dataset}.log",
     benchmark:
-        "benchmarks/extract/{dataset}.tsv"
+        "results/benchmarks/extract/{dataset}.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     script:
@@ -54,7 +54,7 @@ rule generate:
     log:
         "logs/generate/{dataset}.log",
     benchmark:
-        "benchmarks/generate/{dataset}.tsv"
+        "results/benchmarks/generate/{dataset}.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     shell:

@@ -19,7 +19,7 @@ rule preprocess:
     log:
         "logs/preprocess/{dataset}.log",
     benchmark:
-        "benchmarks/preprocess/{dataset}.tsv"
+        "results/benchmarks/preprocess/{dataset}.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     script:

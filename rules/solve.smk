@@ -23,7 +23,7 @@ rule solve_amcss:
     log:
         "logs/cells/{dataset}/{model}/{algorithm}/eta{eta}.log",
     benchmark:
-        "benchmarks/cells/{dataset}/{model}/{algorithm}/eta{eta}.tsv"
+        "results/benchmarks/cells/{dataset}/{model}/{algorithm}/eta{eta}.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     shell:
@@ -50,7 +50,7 @@ rule solve_im:
     log:
         "logs/cells/{dataset}/{model}/{algorithm}/k{k}.log",
     benchmark:
-        "benchmarks/cells/{dataset}/{model}/{algorithm}/k{k}.tsv"
+        "results/benchmarks/cells/{dataset}/{model}/{algorithm}/k{k}.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     shell:

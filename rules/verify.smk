@@ -20,7 +20,7 @@ rule verify:
     log:
         "logs/cells/{dataset}/{model}/{algorithm}/{cell}.verify.log",
     benchmark:
-        "benchmarks/cells/{dataset}/{model}/{algorithm}/{cell}.verify.tsv"
+        "results/benchmarks/cells/{dataset}/{model}/{algorithm}/{cell}.verify.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
     shell:

@@ -1,0 +1,380 @@
+"""The Snakemake workflow, run for real (subprocess `snakemake`) in temporary copies of the workflow.
+
+(a) the embedded default configuration end to end (tables, figures, report), (e) a second run does
+nothing, rerunning one cell / changing one eta touches only that cell, (b) the graphs of
+../shared/data/snap served by an HTTP server on 127.0.0.1 through the download rule, preprocessed,
+solved, verified, aggregated, (c) corrupt and truncated downloads fail that dataset with a clear
+message and leave no partial file, (d) `snakemake --lint` is clean; plus config validation errors.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import manifest_rows
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SNAKEMAKE = BIN / "snakemake"
+WORKFLOW_FILES = ("Snakefile", "rules", "workflow", "config", "profiles")
+
+pytestmark = pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed beside this Python")
+
+# registry key of each file in ../shared/data/snap
+REGISTRY_KEYS = {
+    "wiki-Vote.txt.gz": "wiki-vote",
+    "email-Eu-core.txt.gz": "email-eu-core",
+    "soc-Epinions1.txt.gz": "epinions",
+    "facebook_combined.txt.gz": "facebook",
+    "ca-GrQc.txt.gz": "ca-grqc",
+    "nethept.txt.gz": "nethept",
+}
+
+
+def workdir(tmp_path: Path) -> Path:
+    """A fresh copy of the workflow (so the repository's results/ stays clean)."""
+    wd = tmp_path / "wf"
+    wd.mkdir()
+    for name in WORKFLOW_FILES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, wd / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, wd / name)
+    return wd
+
+
+def snakemake(wd: Path, *args, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # the `gpucore` of this environment
+    env["GPUCORE_PROGRESS"] = "0"
+    proc = subprocess.run([str(SNAKEMAKE), *map(str, args)], cwd=wd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(map(str, args))} failed ({proc.returncode}):\n"
+                             f"{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
+    return proc
+
+
+def job_counts(output: str) -> dict:
+    """The 'Job stats' table of a (dry) run: rule -> count."""
+    counts, inside = {}, False
+    for line in output.splitlines():
+        if line.startswith("Job stats:"):
+            inside = True
+            continue
+        if inside:
+            m = re.match(r"^([A-Za-z_]\w*)\s+(\d+)$", line.strip())
+            if m and m.group(1) != "total":
+                counts[m.group(1)] = int(m.group(2))
+            elif line.strip().startswith("total"):
+                break
+    return counts
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def write_yaml(path: Path, obj) -> Path:
+    path.write_text(yaml.safe_dump(obj, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    """`snakemake --cores 2` on the embedded default, then `--report`; shared by the tests below."""
+    wd = workdir(tmp_path_factory.mktemp("default"))
+    snakemake(wd, "--cores", "2")
+    snakemake(wd, "--report", "report.html")
+    return wd
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) the embedded default end to end, (e) nothing to do the second time, one cell reruns
+# ---------------------------------------------------------------------------------------------
+
+
+def test_default_end_to_end(default_run):
+    wd = default_run
+    config = yaml.safe_load((wd / "config" / "config.yaml").read_text())
+    amcss = [e for e in config["experiments"] if e["kind"] == "amcss"]
+    im = [e for e in config["experiments"] if e["kind"] == "im"]
+    n_amcss = sum(len(e["eta"]) * len(e["algorithms"]) for e in amcss)
+    n_im = sum(len(e["k"]) * len(e["algorithms"]) for e in im)
+    assert n_amcss > 0 and n_im > 0
+
+    for e in amcss:
+        for alg in e["algorithms"]:
+            for eta in e["eta"]:
+                cell = wd / f"results/cells/{e['dataset']}/{e['model']}/{alg}/eta{eta}"
+                result = json.loads(cell.with_suffix(".json").read_text())
+                verify = json.loads((cell.parent / f"eta{eta}.verify.json").read_text())
+                assert result["kind"] == "amcss" and result["eta"] == eta and result["batch"] == e["batch"]
+                assert len(result["realizations"]) == config["realizations"]
+                assert all(r["reached"] and r["active"] >= eta for r in result["realizations"])
+                assert verify["passed"] is True
+                assert (wd / f"logs/cells/{e['dataset']}/{e['model']}/{alg}/eta{eta}.log").exists()
+                assert (wd / f"results/benchmarks/cells/{e['dataset']}/{e['model']}/{alg}/eta{eta}.tsv").exists()
+
+    tables = wd / "results" / "tables"
+    for stem in ("datasets", "amcss_summary", "im_summary"):
+        for ext in ("csv", "md", "tex", "html"):
+            assert (tables / f"{stem}.{ext}").stat().st_size > 0, f"{stem}.{ext}"
+    summary = read_csv(tables / "amcss_summary.csv")
+    assert len(summary) == n_amcss
+    for row in summary:
+        assert row["verified"] == "True" and row["reached_all"] == "True"
+        assert float(row["cost_norm_mean"]) > 0 and float(row["time_mean"]) > 0
+        if row["algorithm"] == "pasti":
+            assert float(row["speedup"]) == pytest.approx(1.0)
+    realizations = read_csv(tables / "amcss_realizations.csv")
+    assert len(realizations) == n_amcss * config["realizations"]
+    sidecars = {d: json.loads((wd / f"resources/graphs/{d}.gcsr.json").read_text()) for d in config["datasets"]}
+    for row in realizations:  # normalised cost = raw cost / the graph's cost scale
+        assert float(row["cost_norm"]) == pytest.approx(
+            float(row["total_cost"]) / sidecars[row["dataset"]]["cost_scale"], rel=1e-9)
+    im_rows = read_csv(tables / "im_summary.csv")
+    assert len(im_rows) == n_im and all(r["verified"] == "True" for r in im_rows)
+    assert "\\begin{tabular}" in (tables / "amcss_summary.tex").read_text()
+    assert (tables / "amcss_summary.md").read_text().count("\n| ") == n_amcss + 1
+
+    figures = wd / "results" / "figures"
+    models = sorted({e["model"] for e in amcss})
+    expected = [f"amcss_{f}_{m}.png" for f in ("cost", "time", "breakdown") for m in models]
+    expected.append("amcss_verification.png")
+    for name in expected:
+        assert (figures / name).read_bytes()[:4] == b"\x89PNG", name
+
+    report = (wd / "report.html").read_text()
+    for caption in ("AMCSS summary: one row per cell", "Seed cost vs eta", "Running time vs eta",
+                    "Time breakdown", "Verification: the final number of active users", "IM summary",
+                    "Datasets: every graph used", "AMCSS raw data"):
+        assert caption in report, caption
+
+
+def test_second_run_does_nothing(default_run):
+    proc = snakemake(default_run, "--cores", "2")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+    assert job_counts(proc.stdout + proc.stderr) == {}
+
+
+def test_changing_one_eta_reruns_only_that_cell(default_run, tmp_path):
+    wd = default_run
+    config = yaml.safe_load((wd / "config" / "config.yaml").read_text())
+    experiments = config["experiments"]
+    first = next(e for e in experiments if e["kind"] == "amcss")
+    first["eta"] = first["eta"][:-1] + [first["eta"][-1] + 50]
+    override = write_yaml(tmp_path / "override.yaml", {"experiments": experiments})
+    proc = snakemake(wd, "-n", "--cores", "2", "--configfile", override)
+    counts = job_counts(proc.stdout)
+    n_alg = len(first["algorithms"])
+    assert counts.get("solve_amcss") == n_alg and counts.get("verify") == n_alg
+    assert "solve_im" not in counts and "preprocess" not in counts and "generate" not in counts
+    assert counts.get("amcss_tables") == 1
+
+
+def test_single_cell_target_and_forcerun(default_run):
+    wd = default_run
+    # an eta that is not in the config, of a configured experiment: only that cell is built
+    proc = snakemake(wd, "-n", "--cores", "2", "results/cells/pa2k/IC/merit/eta150.verify.json")
+    assert job_counts(proc.stdout) == {"solve_amcss": 1, "verify": 1}
+    proc = snakemake(wd, "results/cells/pa2k/IC/merit/eta100.verify.json", "-n", "-p", "--cores", "2",
+                     "--forcerun", "results/cells/pa2k/IC/merit/eta100.json", "--config", "realizations=1")
+    assert job_counts(proc.stdout) == {"solve_amcss": 1, "verify": 1}
+    assert "--realizations 1" in proc.stdout
+    # a cell of an experiment that does not exist is a clear error
+    proc = snakemake(wd, "-n", "--cores", "2", "results/cells/pa2k/IC/gamcss/eta100.json", check=False)
+    assert proc.returncode != 0 and "no amcss experiment in the config runs algorithm 'gamcss'" in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# (d) lint, config validation, paper configs
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("configfile", [None, "config/merit.yaml", "config/gim.yaml", "config/reference-gpu.yaml"])
+def test_lint_is_clean(tmp_path, configfile):
+    wd = workdir(tmp_path)
+    if configfile and not (wd / configfile).exists():
+        pytest.skip(f"{configfile} not present")
+    args = ["--lint"] + (["--configfile", configfile] if configfile else [])
+    proc = snakemake(wd, *args)
+    assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("configfile", ["config/merit.yaml", "config/gim.yaml", "config/reference-gpu.yaml"])
+def test_paper_configs_validate_and_plan(tmp_path, configfile):
+    wd = workdir(tmp_path)
+    if not (wd / configfile).exists():
+        pytest.skip(f"{configfile} not present")
+    proc = snakemake(wd, "-n", "--cores", "16", "--configfile", configfile)
+    counts = job_counts(proc.stdout)
+    config = yaml.safe_load((wd / configfile).read_text())
+    cells = sum(len(e.get("eta", e.get("k", []))) * len(e["algorithms"]) for e in config["experiments"])
+    assert counts.get("solve_amcss", 0) + counts.get("solve_im", 0) == cells
+    assert counts.get("verify") == cells
+    assert "generate" not in counts  # paper configs use real graphs only
+
+
+def test_merit_config_matches_the_paper(tmp_path):
+    cfg = yaml.safe_load((REPO / "config" / "merit.yaml").read_text())
+    assert cfg["eps"] == 0.5 and cfg["realizations"] == 10
+    cells = {(e["dataset"], e["model"]): e for e in cfg["experiments"]}
+    assert set(cells) == {(d, m) for d in ("dblp", "youtube", "flickr", "livejournal") for m in ("IC", "LT")}
+    assert cells["dblp", "IC"]["batch"] == 4 and cells["youtube", "IC"]["batch"] == 16
+    assert all(cells[d, "LT"]["batch"] == 4 for d in ("dblp", "youtube", "flickr", "livejournal"))
+    assert cells["livejournal", "IC"]["eta"] == [5000, 10000, 15000, 20000, 25000]
+    assert cells["flickr", "LT"]["eta"] == [2000, 3000, 4000, 5000, 6000]
+    assert all(set(e["algorithms"]) >= {"merit", "pasti"} for e in cfg["experiments"])
+
+
+@pytest.mark.parametrize("override,message", [
+    ("backend=gpu", "'gpu' is not one of ['cpu', 'cuda', 'auto']"),
+    ("realizations=0", "0 is less than the minimum of 1"),
+])
+def test_bad_config_is_rejected_by_the_schema(tmp_path, override, message):
+    wd = workdir(tmp_path)
+    proc = snakemake(wd, "-n", "--config", override, check=False)
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+
+
+def test_unknown_dataset_and_wrong_algorithm_kind(tmp_path):
+    wd = workdir(tmp_path)
+    bad = write_yaml(tmp_path / "bad.yaml", {"experiments": [
+        {"kind": "amcss", "dataset": "nosuchgraph", "model": "IC", "batch": 2, "eta": [10], "algorithms": ["merit"]}]})
+    proc = snakemake(wd, "-n", "--configfile", bad, check=False)
+    assert proc.returncode != 0 and "dataset 'nosuchgraph' is neither in config `datasets` nor in the registry" in \
+        proc.stdout + proc.stderr
+    bad = write_yaml(tmp_path / "bad2.yaml", {"experiments": [
+        {"kind": "im", "dataset": "pa2k", "model": "IC", "k": [5], "algorithms": ["merit"]}]})
+    proc = snakemake(wd, "-n", "--configfile", bad, check=False)
+    assert proc.returncode != 0 and "algorithm 'merit' runs `gpucore amcss`, not a im cell" in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# (b) the local SNAP graphs through an HTTP mirror; (c) corrupt / truncated downloads
+# ---------------------------------------------------------------------------------------------
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_mirror():
+    """serve(directory) -> base URL of an HTTP server on 127.0.0.1 (random free port)."""
+    servers = []
+
+    def serve(directory: Path) -> str:
+        handler = functools.partial(_QuietHandler, directory=str(directory))
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        servers.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_address[1]}"
+
+    yield serve
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_shared_graphs_through_http_mirror(shared_data, http_mirror, tmp_path):
+    rows = {r["file"]: r for r in manifest_rows()}
+    assert set(rows) == set(REGISTRY_KEYS), "MANIFEST.md and the registry disagree on the local graphs"
+    wd = workdir(tmp_path)
+    url = http_mirror(shared_data)
+    keys = list(REGISTRY_KEYS.values())
+    config = {
+        "mirror": url + "/",
+        "realizations": 1,
+        "threads": 1,
+        "verify": {"runs": 300},
+        "experiments": [
+            {"kind": "amcss", "dataset": k, "model": "IC", "batch": 16, "eta": [50], "algorithms": ["merit"]}
+            for k in keys
+        ] + [
+            {"kind": "amcss", "dataset": "email-eu-core", "model": "LT", "batch": 4, "eta": [50],
+             "algorithms": ["merit", "pasti"]},
+            {"kind": "im", "dataset": "ca-grqc", "model": "IC", "k": [5], "algorithms": ["imm"]},
+        ],
+    }
+    snakemake(wd, "--cores", "2", "--configfile", write_yaml(tmp_path / "mirror.yaml", config))
+
+    registry = yaml.safe_load((wd / "config" / "datasets.yaml").read_text())
+    for file, key in REGISTRY_KEYS.items():
+        raw = wd / "resources" / "raw" / key / file
+        assert hashlib.sha256(raw.read_bytes()).hexdigest() == rows[file]["sha256"] == registry[key]["sha256"]
+        assert not raw.with_name(file + ".part").exists()
+        log = (wd / "logs" / "download" / key / f"{file}.log").read_text()
+        assert url in log and "checked" in log and "not checked" not in log
+        stats = json.loads((wd / "resources" / "graphs" / f"{key}.gcsr.json").read_text())
+        assert (stats["n"], stats["m"]) == (rows[file]["nodes"], rows[file]["arcs"])
+    datasets = {r["dataset"]: r for r in read_csv(wd / "results" / "tables" / "datasets.csv")}
+    assert set(datasets) == set(keys)
+    assert all(r["size_check"] == "match (exact)" and r["sha256_check"] == "match" for r in datasets.values())
+    summary = read_csv(wd / "results" / "tables" / "amcss_summary.csv")
+    assert len(summary) == 8 and all(r["verified"] == "True" for r in summary)
+    im = read_csv(wd / "results" / "tables" / "im_summary.csv")
+    assert len(im) == 1 and im[0]["verified"] == "True"
+    assert (wd / "results" / "figures" / "amcss_verification.png").exists()
+    # second run: nothing to do, even though the mirror's port would differ next time
+    proc = snakemake(wd, "--cores", "2", "--configfile", tmp_path / "mirror.yaml")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_corrupt_and_truncated_downloads_fail_cleanly(shared_data, http_mirror, tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    corrupt = bytearray((shared_data / "wiki-Vote.txt.gz").read_bytes())
+    corrupt[len(corrupt) // 2] ^= 0x40
+    (served / "wiki-Vote.txt.gz").write_bytes(bytes(corrupt))
+    data = (shared_data / "email-Eu-core.txt.gz").read_bytes()
+    (served / "email-Eu-core.txt.gz").write_bytes(data[: len(data) // 2])
+    shutil.copy2(shared_data / "ca-GrQc.txt.gz", served / "ca-GrQc.txt.gz")
+    wd = workdir(tmp_path)
+    url = http_mirror(served)
+    proc = snakemake(wd, "resources/graphs/wiki-vote.gcsr", "resources/graphs/email-eu-core.gcsr",
+                     "resources/graphs/ca-grqc.gcsr", "--cores", "2", "--keep-going", "--config", f"mirror={url}",
+                     check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    for key, file in (("wiki-vote", "wiki-Vote.txt.gz"), ("email-eu-core", "email-Eu-core.txt.gz")):
+        log = (wd / "logs" / "download" / key / f"{file}.log").read_text()
+        assert f"dataset '{key}'" in log and "sha256 mismatch" in log and "nothing was kept" in log
+        assert f"download failed: dataset '{key}'" in out
+        raw = wd / "resources" / "raw" / key
+        assert not raw.exists() or list(raw.iterdir()) == [], f"left behind: {list(raw.iterdir())}"
+        assert not (wd / "resources" / "graphs" / f"{key}.gcsr").exists()
+    # the good dataset of the same run went through (--keep-going)
+    assert (wd / "resources" / "graphs" / "ca-grqc.gcsr").exists()
+
+
+def test_corrupt_file_in_a_local_mirror_directory(shared_data, tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    data = bytearray((shared_data / "facebook_combined.txt.gz").read_bytes())
+    data[100] ^= 0x01
+    (mirror / "facebook_combined.txt.gz").write_bytes(bytes(data))
+    wd = workdir(tmp_path)
+    proc = snakemake(wd, "resources/graphs/facebook.gcsr", "--cores", "1", "--config", f"mirror={mirror}", check=False)
+    assert proc.returncode != 0
+    assert "download failed: dataset 'facebook'" in proc.stdout + proc.stderr
+    raw = wd / "resources" / "raw" / "facebook"
+    assert not raw.exists() or list(raw.iterdir()) == []

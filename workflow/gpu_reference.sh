@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Reference run of the workflow on a GPU machine: backend cuda on the six graphs of
+# ../shared/data/snap (config/reference-gpu.yaml), then tables, figures, cell results, report and
+# provenance copied to OUTDIR (to be committed as results/reference/<name>/).
+#
+#   workflow/gpu_reference.sh OUTDIR [extra snakemake arguments, e.g. --config realizations=1]
+#
+# Expects, in the repository root (the working directory it switches to):
+#   .shared_data/   the six .txt.gz files of ../shared/data/snap (git-ignored; the run uses it as
+#                   its mirror, so no network is needed; checksums are checked by the download rule)
+#   .whl/           optional: wheels to install snakemake / cupy / gpucore from when missing (no index)
+# Environment: PYTHON (default python3), CORES (default all).
+set -euo pipefail
+
+OUT=${1:?usage: workflow/gpu_reference.sh OUTDIR [snakemake args...]}
+shift
+cd "$(dirname "$0")/.."
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+PY=${PYTHON:-python3}
+CORES=${CORES:-all}
+CONFIG=config/reference-gpu.yaml
+START=$(date +%s)
+log() { echo "[gpu_reference $(($(date +%s) - START))s] $*" >&2; }
+
+# 1. tools: install what is missing from local wheels (the GPU machine has no network)
+pip_local() { "$PY" -m pip install --quiet --no-index --find-links .whl "$@"; }
+if ! "$PY" -c "import gpucore" 2>/dev/null; then
+    log "installing gpucore (editable) from .whl"
+    pip_local --no-build-isolation -e .
+fi
+if ! "$PY" -c "import snakemake" 2>/dev/null; then
+    log "installing snakemake from .whl"
+    pip_local snakemake
+fi
+if [ "${ALLOW_CPU:-0}" != 1 ] && ! "$PY" -c "import cupy" 2>/dev/null; then
+    log "installing cupy from .whl"
+    pip_local cupy-cuda12x || pip_local cupy-cuda13x
+fi
+BIN=$(dirname "$("$PY" -c 'import sys; print(sys.executable)')")
+export PATH="$BIN:$HOME/.local/bin:$PATH"
+command -v snakemake >/dev/null || { echo "snakemake is not on PATH after installation" >&2; exit 1; }
+command -v gpucore >/dev/null || { echo "gpucore is not on PATH after installation" >&2; exit 1; }
+if [ "${ALLOW_CPU:-0}" != 1 ]; then  # ALLOW_CPU=1: rehearsal without a GPU (with --config backend=cpu ...)
+    "$PY" -c "from gpucore.backend import cuda_available; import sys; sys.exit(0 if cuda_available() else 1)" \
+        || { echo "no CUDA device visible to CuPy: this script is for the GPU machine" >&2; exit 1; }
+fi
+
+# 2. data: the six graphs as a local mirror
+for f in wiki-Vote.txt.gz email-Eu-core.txt.gz soc-Epinions1.txt.gz facebook_combined.txt.gz ca-GrQc.txt.gz nethept.txt.gz; do
+    [ -f ".shared_data/$f" ] || { echo "missing .shared_data/$f (copy ../shared/data/snap/*.txt.gz there)" >&2; exit 1; }
+done
+
+# 3. the workflow
+export GPUCORE_PROGRESS=0
+log "snakemake --configfile $CONFIG --cores $CORES $*"
+snakemake --configfile "$CONFIG" --cores "$CORES" --resources gpu=1 "$@" 2>&1 | tee "$OUT/snakemake.log"
+log "report"
+snakemake --configfile "$CONFIG" --report "$OUT/report.html" "$@" >> "$OUT/snakemake.log" 2>&1
+
+# 4. copy this configuration's outputs (and only those) to OUTDIR
+snakemake --configfile "$CONFIG" --summary "$@" 2>/dev/null | awk -F'\t' 'NR > 1 {print $1}' \
+    | grep -E '^results/(tables|figures|cells)/' > "$OUT/.files" || true
+copy() { mkdir -p "$(dirname "$2")" && cp "$1" "$2"; }
+while read -r f; do
+    [ -f "$f" ] || continue
+    copy "$f" "$OUT/${f#results/}"
+    case "$f" in results/cells/*.json)  # the Snakemake benchmark of that solve / verify job
+        b="results/benchmarks/${f#results/}"; b="${b%.json}.tsv"; [ -f "$b" ] && copy "$b" "$OUT/${b#results/}" ;; esac
+done < "$OUT/.files"
+rm -f "$OUT/.files"
+cp "$CONFIG" "$OUT/config.yaml"
+
+# 5. provenance
+{
+    echo "# Workflow reference run (backend cuda)"
+    echo
+    echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    if git rev-parse HEAD >/dev/null 2>&1; then
+        echo "- commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- Snakefile rules workflow config || echo ' (workflow files modified)')"
+    else
+        echo "- commit: unknown (not a git checkout)"
+    fi
+    echo "- command: workflow/gpu_reference.sh OUTDIR $*  (snakemake --configfile $CONFIG --cores $CORES)"
+    echo "- device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+    echo "- host: $(nproc) CPU cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
+    echo "- versions: $("$PY" -c 'import platform, snakemake, numpy, numba; import cupy; print(f"python {platform.python_version()}, snakemake {snakemake.__version__}, numpy {numpy.__version__}, numba {numba.__version__}, cupy {cupy.__version__}")' 2>/dev/null)"
+    echo "- wall time: $(($(date +%s) - START)) s"
+    echo
+    echo "Files: tables/ (CSV, Markdown, LaTeX, HTML), figures/, cells/ (result and oracle report of every"
+    echo "cell), benchmarks/ (Snakemake benchmark of every solve and verify job), report.html, config.yaml,"
+    echo "snakemake.log."
+    echo
+    if [ -f "$OUT/tables/amcss_summary.md" ]; then cat "$OUT/tables/amcss_summary.md"; echo; fi
+    if [ -f "$OUT/tables/im_summary.md" ]; then cat "$OUT/tables/im_summary.md"; fi
+} > "$OUT/README.md"
+log "done: $OUT"
