@@ -1,0 +1,388 @@
+// oracle_icw.cu: forward IC Monte-Carlo of the oracle, warp-cooperative expansion (variants "warp"
+// and "async" of gpucore/oracle/gpu.py; the original level-synchronous kernels are oracle_ic.cu).
+//
+// Semantics are those of oracle_ic.cu (docs/oracle.md): simulation 64 w + j has first link
+// h1[64 w + j] = mix(world); arc k is live in it iff (step(h1, k) >> 11) < ceil(p_k 2^53). The
+// activated set is everything reachable from the seeds over live arcs: order-independent, so any
+// schedule that expands every (simulation, node) activation exactly once gives the CPU's sets.
+//
+// State: visited[w * n + v] bit j = v active in simulation 64 w + j (bits only ever set, by
+// atomicOr; the thread whose atomicOr sets a bit "claims" it and is the only one to push it).
+// An entry is (key, mask) with key = (w << 32) | v: expand node v for the simulations of word w
+// whose bits are in mask.
+//
+// Expansion (oicw_expand): a warp takes up to 32 entries (one per lane), scans their out-degrees
+// and walks the concatenated arc list 32 arcs at a time, every lane finding the entry that owns
+// its arc by a binary search over the scan (shuffles). So a warp is balanced whatever the degrees
+// and reads each adjacency with consecutive lanes. Per arc, the coins of the entry's simulations
+// are drawn FIRST (the hash is cheap, a random visited read is not); only a live arc reads its
+// target and touches visited (a plain read that may be stale, then atomicOr, which decides).
+// Pushes are staged per warp in shared memory and reserved with one atomicAdd per flush.
+//
+// "warp" (oracle_icw_level): level-synchronous like oracle_ic.cu: entries of a level are keys with
+// their masks in cur_mask (read and zeroed by the expanding lane), new bits are merged into
+// next_mask and a key is enqueued by the claim that makes its next_mask non-zero (once per level).
+//
+// "async" (oracle_icw_async): one persistent launch, no levels. Entries live in a linear queue of
+// `capacity` 16-byte slots {key, mask}; mask == 0 means "not yet written" (the host zeroes the
+// queue). Counters (u64, separate 128-byte lines of ctl): HEAD tickets handed out, TAIL slots
+// reserved, DONE entries expanded, FLAG overflow. Protocol (see docs/oracle.md section 7):
+//  - a warp takes 32 tickets with atomicAdd(HEAD, 32) only when it holds no pending ticket;
+//  - a ticket t < min(TAIL, capacity) is reserved: its producer writes key, fences, writes mask,
+//    with no wait in between, so it becomes readable in bounded time;
+//  - the warp expands those of its tickets whose mask is readable (relaxed load, then a fence
+//    before reading keys), never waiting for the others; pushes go through the stage and a flush
+//    (atomicAdd TAIL, keys, fence, masks); a slot t >= capacity does not exist: its bits are ORed
+//    into pend[w * n + v] and FLAG is set (the host moves pend into the queue and relaunches);
+//  - a warp adds the number of entries it expanded to DONE only when it is about to wait or exit,
+//    after a fence that orders its TAIL reservations before that addition;
+//  - a waiting warp polls its lowest pending ticket; it exits when DONE == min(TAIL, capacity)
+//    (DONE read before TAIL): then every reserved entry was expanded, none is in flight, so no
+//    entry can ever appear again. Tickets at or above capacity are never waited for.
+// No wait depends on a block that has not started, so blocks need not be co-resident, and the
+// sequential-block schedule of gpucore/oracle/emulator.py is a legal one (its warps interleave).
+#include "gc_random.cuh"
+
+#define OICW_FULL 0xffffffffu
+#define OICW_STAGE 64      // staged pushes per warp (>= 32)
+#define OICW_MAX_WARPS 8   // warps per block (block <= 256 threads)
+#define OICW_HEAD 0
+#define OICW_TAIL 16
+#define OICW_DONE 32
+#define OICW_FLAG 48
+#define OICW_CTL_WORDS 64
+#define OICW_SPIN_SHORT 64     // ns: the awaited slot is reserved, its producer is writing it
+#define OICW_SPIN_BASE 256     // ns per batch of 32 tickets between the awaited one and TAIL
+#define OICW_SPIN_MAX 16384    // ns
+
+#if defined(OIC_EMULATOR)
+// Sequential emulation: every access is atomic; oc_preempt() may switch to another thread there.
+#define OICW_PREEMPT() oc_preempt()
+__device__ __forceinline__ gc_u64 oicw_ld(const gc_u64* p) { oc_preempt(); return *(const volatile gc_u64*)p; }
+__device__ __forceinline__ void oicw_st(gc_u64* p, gc_u64 v) { oc_preempt(); *(volatile gc_u64*)p = v; }
+__device__ __forceinline__ void oicw_pause(unsigned) { oc_yield(); }
+#else
+#define OICW_PREEMPT() ((void)0)
+// Morally strong (relaxed, gpu scope) accesses: they are not served from a stale L1 line.
+__device__ __forceinline__ gc_u64 oicw_ld(const gc_u64* p) {
+    gc_u64 v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void oicw_st(gc_u64* p, gc_u64 v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void oicw_pause(unsigned ns) { __nanosleep(ns); }
+#endif
+
+__device__ __forceinline__ unsigned oicw_lane() { return threadIdx.x & 31u; }
+__device__ __forceinline__ unsigned oicw_lanes_below() { return (1u << oicw_lane()) - 1u; }
+
+// uniform(h) < p  <=>  (h >> 11) < ceil(p 2^53), both sides exact (see oracle_ic.cu).
+__device__ __forceinline__ gc_u64 oicw_live_bound(float p) {
+    if (!(p > 0.0f)) return 0ULL;
+    if (p >= 1.0f) return 9007199254740992ULL;
+    return (gc_u64)ceil((double)p * 9007199254740992.0);
+}
+
+struct OicwGraph {
+    const gc_i64* indptr;
+    const int* dst;
+    const float* prob;
+    gc_i64 n;
+    const gc_u64* h1;
+    gc_u64* visited;
+};
+
+// Expand with the whole warp the entries of the lanes with have = true (node u of word w, the
+// simulations in mask). Must be called by all 32 lanes (warp-uniform control flow); it calls
+// push(claimed, key, y) with all 32 lanes once per 32 arcs (claimed == 0: nothing to push).
+template <class Push>
+__device__ void oicw_expand(const OicwGraph& g, bool have, gc_u64 w, gc_i64 u, gc_u64 mask, Push& push) {
+    const int lane = (int)oicw_lane();
+    gc_i64 begin = 0, deg = 0;
+    if (have) {
+        begin = g.indptr[u];
+        deg = g.indptr[u + 1] - begin;
+    }
+    gc_i64 incl = deg;  // inclusive scan of the degrees over the lanes
+    for (int d = 1; d < 32; d <<= 1) {
+        const gc_i64 t = __shfl_up_sync(OICW_FULL, incl, d);
+        if (lane >= d) incl += t;
+    }
+    const gc_i64 total = __shfl_sync(OICW_FULL, incl, 31);
+    const gc_i64 shift = begin - (incl - deg);  // arc a of the concatenation owned by this lane: shift + a
+    const unsigned w32 = (unsigned)w;
+    for (gc_i64 base = 0; base < total; base += 32) {
+        const gc_i64 a = base + lane;
+        int o = 0;  // owner: the number of lanes whose inclusive scan is <= a (< 32 when a < total)
+        for (int s = 16; s > 0; s >>= 1) {
+            const gc_i64 probe = __shfl_sync(OICW_FULL, incl, o + s - 1);
+            if (probe <= a) o += s;
+        }
+        const gc_i64 shift_o = __shfl_sync(OICW_FULL, shift, o);
+        const gc_u64 mask_o = __shfl_sync(OICW_FULL, mask, o);
+        const unsigned w_o = __shfl_sync(OICW_FULL, w32, o);
+        gc_u64 claimed = 0ULL, key = 0ULL, y = 0ULL;
+        if (a < total) {
+            const gc_i64 k = shift_o + a;
+            const gc_u64 bound = oicw_live_bound(g.prob[k]);
+            if (bound != 0ULL) {
+                const gc_u64* h1w = g.h1 + 64ULL * (gc_u64)w_o;
+                gc_u64 live = 0ULL, cand = mask_o;
+                while (cand != 0ULL) {
+                    const int j = __ffsll((long long)cand) - 1;
+                    cand &= cand - 1ULL;
+                    if ((gc_step(h1w[j], (gc_u64)k) >> 11) < bound) live |= 1ULL << j;
+                }
+                if (live != 0ULL) {
+                    const gc_u64 v = (gc_u64)(unsigned)g.dst[k];
+                    y = (gc_u64)w_o * (gc_u64)g.n + v;
+                    key = ((gc_u64)w_o << 32) | v;
+                    // A stale read only lacks bits (they are never cleared): then atomicOr decides.
+                    if ((live & ~g.visited[y]) != 0ULL) {
+                        OICW_PREEMPT();
+                        claimed = live & ~atomicOr(&g.visited[y], live);
+                    }
+                }
+            }
+        }
+        push(claimed, key, y);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// "warp": level-synchronous.
+
+struct OicwLevelPush {
+    gc_u64* next_mask;
+    gc_u64* queue_out;
+    gc_u64* cnt_out;
+    gc_u64* stage;  // this warp's OICW_STAGE keys in shared memory
+    int count;      // warp-uniform
+
+    __device__ void flush() {
+        __syncwarp();
+        if (count != 0) {
+            gc_u64 base = 0ULL;
+            if (oicw_lane() == 0) base = atomicAdd(cnt_out, (gc_u64)count);
+            base = __shfl_sync(OICW_FULL, base, 0);
+            for (int i = (int)oicw_lane(); i < count; i += 32) queue_out[base + (gc_u64)i] = stage[i];
+            count = 0;
+        }
+        __syncwarp();
+    }
+    __device__ void operator()(gc_u64 claimed, gc_u64 key, gc_u64 y) {
+        // The claim that turns next_mask[y] non-zero enqueues key, once per level.
+        const bool first = claimed != 0ULL && atomicOr(&next_mask[y], claimed) == 0ULL;
+        const unsigned b = __ballot_sync(OICW_FULL, first);
+        if (b == 0u) return;
+        const int np = __popc(b);
+        if (count + np > OICW_STAGE) flush();
+        if (first) stage[count + __popc(b & oicw_lanes_below())] = key;
+        count += np;
+    }
+};
+
+// One level: expand the keys queue_in[0 .. *cnt_in) (each once per level) with masks cur_mask[x],
+// zeroing cur_mask[x]; enqueue the next level's keys into queue_out (counter cnt_out).
+extern "C" __global__ void oracle_icw_level(const gc_i64* __restrict__ out_indptr, const int* __restrict__ out_dst,
+                                            const float* __restrict__ out_prob, gc_i64 n,
+                                            const gc_u64* __restrict__ h1, gc_u64* visited, const gc_u64* queue_in,
+                                            const gc_u64* cnt_in, gc_u64* cur_mask, gc_u64* next_mask,
+                                            gc_u64* queue_out, gc_u64* cnt_out) {
+    __shared__ gc_u64 stage[OICW_MAX_WARPS * OICW_STAGE];
+    const OicwGraph g{out_indptr, out_dst, out_prob, n, h1, visited};
+    const unsigned warp = threadIdx.x >> 5;
+    OicwLevelPush push{next_mask, queue_out, cnt_out, stage + warp * OICW_STAGE, 0};
+    const gc_u64 count = *cnt_in;
+    const gc_u64 first = ((gc_u64)blockIdx.x * (blockDim.x >> 5) + warp) * 32ULL;
+    const gc_u64 stride = (gc_u64)gridDim.x * (blockDim.x >> 5) * 32ULL;
+    for (gc_u64 b = first; b < count; b += stride) {  // warp-uniform
+        const gc_u64 i = b + oicw_lane();
+        const bool have = i < count;
+        gc_u64 w = 0ULL, mask = 0ULL;
+        gc_i64 u = 0;
+        if (have) {
+            const gc_u64 key = queue_in[i];
+            w = key >> 32;
+            u = (gc_i64)(key & 0xFFFFFFFFULL);
+            const gc_u64 x = w * (gc_u64)n + (gc_u64)u;
+            mask = cur_mask[x];
+            cur_mask[x] = 0ULL;  // consumed (x is in queue_in once); it is the next-mask array next level
+        }
+        oicw_expand(g, have, w, u, mask, push);
+    }
+    push.flush();
+}
+
+// ------------------------------------------------------------------------------------------
+// "async": persistent work queue.
+
+struct OicwQueuePush {
+    gc_u64* queue;  // 2 * capacity words: slot t = {key, mask}
+    gc_u64 capacity;
+    gc_u64* ctl;
+    gc_u64* pend;
+    gc_u64 n;
+    gc_u64* skey;  // this warp's stage in shared memory
+    gc_u64* smask;
+    int count;  // warp-uniform
+
+    __device__ void flush() {
+        __syncwarp();
+        if (count != 0) {
+            const int lane = (int)oicw_lane();
+            gc_u64 base = 0ULL;
+            if (lane == 0) base = atomicAdd(&ctl[OICW_TAIL], (gc_u64)count);
+            base = __shfl_sync(OICW_FULL, base, 0);
+            OICW_PREEMPT();
+            for (int i = lane; i < count; i += 32) {
+                const gc_u64 t = base + (gc_u64)i;
+                if (t < capacity) oicw_st(&queue[2 * t], skey[i]);
+            }
+            __threadfence();  // keys before masks: a readable mask means a readable key
+            for (int i = lane; i < count; i += 32) {
+                const gc_u64 t = base + (gc_u64)i;
+                if (t < capacity) {
+                    oicw_st(&queue[2 * t + 1], smask[i]);
+                } else {  // no such slot: keep the bits for the host's refill
+                    const gc_u64 key = skey[i];
+                    atomicOr(&pend[(key >> 32) * n + (key & 0xFFFFFFFFULL)], smask[i]);
+                    oicw_st(&ctl[OICW_FLAG], 1ULL);
+                }
+            }
+            count = 0;
+        }
+        __syncwarp();
+    }
+    __device__ void operator()(gc_u64 claimed, gc_u64 key, gc_u64) {
+        const unsigned b = __ballot_sync(OICW_FULL, claimed != 0ULL);
+        if (b == 0u) return;
+        const int np = __popc(b);
+        if (count + np > OICW_STAGE) flush();
+        if (claimed != 0ULL) {
+            const int at = count + __popc(b & oicw_lanes_below());
+            skey[at] = key;
+            smask[at] = claimed;
+        }
+        count += np;
+    }
+};
+
+// Lane 0 of a warp whose tickets are all unreadable waits for ticket `low` (its lowest pending
+// one). Returns 1 when its slot became readable, 2 when the work is finished.
+__device__ int oicw_wait(const gc_u64* queue, gc_u64 capacity, gc_u64* ctl, gc_u64 low) {
+    for (;;) {
+        if (oicw_ld(&queue[2 * low + 1]) != 0ULL) return 1;
+        const gc_u64 tail = oicw_ld(&ctl[OICW_TAIL]);
+        unsigned ns = OICW_SPIN_SHORT;
+        if (low >= tail) {  // not reserved yet: maybe nothing is left at all
+            const gc_u64 done = oicw_ld(&ctl[OICW_DONE]);
+            __threadfence();  // DONE before TAIL (see the protocol above)
+            const gc_u64 tail2 = oicw_ld(&ctl[OICW_TAIL]);
+            if (done == (tail2 < capacity ? tail2 : capacity)) return 2;
+            const gc_u64 batches = (low - tail) >> 5;
+            ns = batches >= OICW_SPIN_MAX / OICW_SPIN_BASE ? OICW_SPIN_MAX
+                                                            : (unsigned)(OICW_SPIN_BASE * (batches + 1));
+        }
+        oicw_pause(ns);
+    }
+}
+
+// Publish the warp's expanded-entry count after ordering its TAIL reservations before it.
+__device__ __forceinline__ void oicw_credit(gc_u64* ctl, gc_u64& credit) {
+    __threadfence();
+    __syncwarp();
+    if (credit != 0ULL) {
+        if (oicw_lane() == 0) {
+            __threadfence();
+            OICW_PREEMPT();
+            atomicAdd(&ctl[OICW_DONE], credit);
+        }
+        credit = 0ULL;
+    }
+    __syncwarp();
+}
+
+// Expand every entry reachable from the queue's initial ctl[TAIL] entries (see the protocol).
+extern "C" __global__ void oracle_icw_async(const gc_i64* __restrict__ out_indptr, const int* __restrict__ out_dst,
+                                            const float* __restrict__ out_prob, gc_i64 n,
+                                            const gc_u64* __restrict__ h1, gc_u64* visited, gc_u64* pend,
+                                            gc_u64* queue, gc_u64 capacity, gc_u64* ctl) {
+    __shared__ gc_u64 skey[OICW_MAX_WARPS * OICW_STAGE];
+    __shared__ gc_u64 smask[OICW_MAX_WARPS * OICW_STAGE];
+    const OicwGraph g{out_indptr, out_dst, out_prob, n, h1, visited};
+    const unsigned warp = threadIdx.x >> 5;
+    const int lane = (int)oicw_lane();
+    OicwQueuePush push{queue, capacity, ctl, pend, (gc_u64)n, skey + warp * OICW_STAGE, smask + warp * OICW_STAGE, 0};
+    gc_u64 credit = 0ULL;  // warp-uniform: expanded entries not yet added to DONE
+    gc_u64 tick = 0ULL;
+    bool pending = false;  // this lane holds ticket `tick`, not yet expanded
+    for (;;) {
+        unsigned held = __ballot_sync(OICW_FULL, pending);
+        if (held == 0u) {
+            gc_u64 base = 0ULL;
+            if (lane == 0) base = atomicAdd(&ctl[OICW_HEAD], 32ULL);
+            base = __shfl_sync(OICW_FULL, base, 0);
+            if (base >= capacity) break;  // every later ticket is beyond the queue: nothing to wait for
+            tick = base + (gc_u64)lane;
+            pending = tick < capacity;
+            held = __ballot_sync(OICW_FULL, pending);
+        }
+        const bool ready = pending && oicw_ld(&queue[2 * tick + 1]) != 0ULL;
+        const unsigned rb = __ballot_sync(OICW_FULL, ready);
+        if (rb == 0u) {
+            push.flush();
+            oicw_credit(ctl, credit);
+            const gc_u64 low = __shfl_sync(OICW_FULL, tick, __ffs((int)held) - 1);
+            int state = 0;
+            if (lane == 0) state = oicw_wait(queue, capacity, ctl, low);
+            state = __shfl_sync(OICW_FULL, state, 0);
+            if (state == 2) break;
+            continue;
+        }
+        __threadfence();  // masks seen readable before their keys are read
+        gc_u64 key = 0ULL, mask = 0ULL;
+        if (ready) {
+            mask = oicw_ld(&queue[2 * tick + 1]);
+            key = oicw_ld(&queue[2 * tick]);
+            pending = false;
+        }
+        oicw_expand(g, ready, key >> 32, (gc_i64)(key & 0xFFFFFFFFULL), mask, push);
+        push.flush();
+        credit += (gc_u64)__popc(rb);
+    }
+    push.flush();
+    oicw_credit(ctl, credit);
+}
+
+// Move the bits kept in pend (slots that did not exist) into the queue from ctl[TAIL] on: a pend
+// word becomes the entry {key, bits} and is zeroed if its slot exists; otherwise it stays and
+// FLAG is set (another launch and refill will take it).
+extern "C" __global__ void oracle_icw_refill(gc_u64* pend, gc_i64 total, gc_i64 n, gc_u64* queue, gc_u64 capacity,
+                                             gc_u64* ctl) {
+    const int lane = (int)oicw_lane();
+    const gc_i64 first = ((gc_i64)blockIdx.x * (gc_i64)(blockDim.x >> 5) + (gc_i64)(threadIdx.x >> 5)) * 32;
+    const gc_i64 stride = (gc_i64)gridDim.x * (gc_i64)(blockDim.x >> 5) * 32;
+    for (gc_i64 b = first; b < total; b += stride) {  // warp-uniform
+        const gc_i64 x = b + lane;
+        const gc_u64 m = x < total ? pend[x] : 0ULL;
+        const unsigned bal = __ballot_sync(OICW_FULL, m != 0ULL);
+        if (bal == 0u) continue;
+        gc_u64 base = 0ULL;
+        if (lane == 0) base = atomicAdd(&ctl[OICW_TAIL], (gc_u64)__popc(bal));
+        base = __shfl_sync(OICW_FULL, base, 0);
+        if (m != 0ULL) {
+            const gc_u64 t = base + (gc_u64)__popc(bal & oicw_lanes_below());
+            if (t < capacity) {
+                const gc_u64 w = (gc_u64)(x / n);
+                queue[2 * t] = (w << 32) | (gc_u64)(x - (gc_i64)w * n);
+                queue[2 * t + 1] = m;
+                pend[x] = 0ULL;
+            } else {
+                ctl[OICW_FLAG] = 1ULL;
+            }
+        }
+    }
+}
