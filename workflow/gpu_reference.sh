@@ -39,8 +39,16 @@ if [ "${ALLOW_CPU:-0}" != 1 ] && ! "$PY" -c "import cupy" 2>/dev/null; then
 fi
 BIN=$(dirname "$("$PY" -c 'import sys; print(sys.executable)')")
 export PATH="$BIN:$HOME/.local/bin:$PATH"
+if ! command -v gpucore >/dev/null; then
+    # gpucore importable (e.g. through PYTHONPATH) but its console script not installed: a shim
+    SHIM=$(mktemp -d)
+    printf '#!/bin/sh\nexec "%s" -m gpucore "$@"\n' "$("$PY" -c 'import sys; print(sys.executable)')" > "$SHIM/gpucore"
+    chmod +x "$SHIM/gpucore"
+    export PATH="$SHIM:$PATH"
+    log "gpucore console script missing: using $SHIM/gpucore (python -m gpucore)"
+fi
 command -v snakemake >/dev/null || { echo "snakemake is not on PATH after installation" >&2; exit 1; }
-command -v gpucore >/dev/null || { echo "gpucore is not on PATH after installation" >&2; exit 1; }
+gpucore --help >/dev/null || { echo "gpucore does not run" >&2; exit 1; }
 if [ "${ALLOW_CPU:-0}" != 1 ]; then  # ALLOW_CPU=1: rehearsal without a GPU (with --config backend=cpu ...)
     "$PY" -c "from gpucore.backend import cuda_available; import sys; sys.exit(0 if cuda_available() else 1)" \
         || { echo "no CUDA device visible to CuPy: this script is for the GPU machine" >&2; exit 1; }
