@@ -195,3 +195,33 @@ def test_lt_clean_sets_keep_their_choices_across_rounds(lt_graph):
         assert after[j] == before[j]
         # and they are what a fresh BFS with the rejection rule gives on G_2
         assert after[j][1] == ref_set(lt_graph, "LT", active, after[j][0], 4, j)
+
+
+def test_trim_keeps_the_oldest_sets_and_exact_counts(ic_graph):
+    prims = primitives(ic_graph, "IC", segments=5)
+    prims.start(1, 2)
+    prims.generate(300, 3.0, 1)
+    before = prims.collection_sets()
+    prims.mark_active([1, 2])
+    prims.discover_active()
+    prims.trim(123)
+    after = prims.collection_sets()
+    assert set(after) == set(range(123)) and all(after[j] == before[j] for j in after)
+    check_counts(prims)
+    prev = prims.collection_sets()
+    prims.update(4.0, 2)
+    check_sets(prims, ic_graph, "IC", 2, 2, 4.0, before=prev)
+    check_counts(prims)
+    prims.generate(200, 4.0, 2)
+    assert set(prims.collection_sets()) == set(range(123)) | set(range(300, 377))
+    check_counts(prims)
+
+
+def test_update_trims_to_fit_the_memory_budget(ic_graph):
+    prims = primitives(ic_graph, "IC", segments=2)
+    prims.start(1, 2)
+    prims.generate(4000, 2.0, 1)
+    prims.budget.budget = prims.budget.fixed + prims.coll.nbytes + 1000  # no room to grow
+    stats = prims.update(4.0, 2, min_keep=500)
+    assert stats.get("trimmed", 0) > 0 and 500 <= prims.theta < 4000
+    check_counts(prims)

@@ -189,6 +189,8 @@ class CpuPrimitives(Primitives):
 
     def _k(self, name: str, work: float):
         """The parallel kernel ``name``, or its serial twin for small work or one thread."""
+        if numba.get_num_threads() != self.T:  # another caller changed it: keep thread ids < T
+            numba.set_num_threads(self.T)
         if self.T > 1 and work >= PARALLEL_MIN_WORK:
             return getattr(K, name)
         return getattr(K, name + "_serial")
@@ -244,13 +246,42 @@ class CpuPrimitives(Primitives):
         c.entries = int(K.total_entries_serial(c.S, c.L, c.offset, c.count))
         self.k_last = k
 
-    def update(self, k: float, rnd: int) -> dict:
+    def trim(self, theta_keep: int) -> None:
+        """Drop the sets of global index >= theta_keep (the newest ids): each set is an independent
+        sample, so the rest is still a valid collection."""
         c = self.coll
+        if theta_keep >= c.theta:
+            return
+        self._k("trim_kernel", c.entries)(c.S, c.L, c.l, c.mrr, c.offset, c.flag, c.count, c.hi,
+                                          np.int64(theta_keep), self.delta)
+        self._fold(self.cnt)
+        c.theta = int(theta_keep)
+        c.entries = int(K.total_entries_serial(c.S, c.L, c.offset, c.count))
+
+    def _fits(self, entries: float) -> bool:
+        c = self.coll
+        l = plan_segment_length(entries, self.S)
+        if l <= c.l:
+            return True
+        need = self.budget.fixed + c.nbytes + collection_bytes(c.S, max(l, int(c.l * 1.25)), c.L)
+        return need <= self.budget.budget
+
+    def update(self, k: float, rnd: int, min_keep: int | None = None) -> dict:
+        c = self.coll
+        growth = max(1.0, k / max(self.k_last, 1e-300))
+        trimmed = 0
+        if min_keep is not None:
+            # stay within the memory budget: drop the newest sets (never below min_keep) rather than fail
+            while c.theta > min_keep and not self._fits(c.entries * growth * 1.05):
+                before = c.theta
+                self.trim(max(int(min_keep), c.theta // 2))
+                trimmed += before - c.theta
         polluted = self._count_flags()
         stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries}
+        if trimmed:
+            stats["trimmed"] = trimmed
         if c.theta == 0:
             return stats
-        growth = max(1.0, k / max(self.k_last, 1e-300))
         if self.preplan:
             self._ensure_entries(c.entries * growth * 1.05)
         c = self.coll

@@ -106,7 +106,7 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
         upd_stats = None
         t = time.perf_counter()
         if update and prims.theta > 0:
-            upd_stats = prims.update(k, rnd)
+            upd_stats = prims.update(k, rnd, min_keep=bounds.theta_0_int)
             sec["update"] += time.perf_counter() - t
         elif not update:
             prims.clear()

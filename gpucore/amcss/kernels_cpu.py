@@ -486,6 +486,26 @@ def discover_kernel(S, L, l, mrr, offset, flag, count, node, mask, delta, newly,
                     delta[tid, mrr[seg_base + p % l]] -= 1
 
 
+def trim_kernel(S, L, l, mrr, offset, flag, count, hi, theta_keep, delta):
+    """Keep the sets of global index < theta_keep (segment s keeps theta_keep // S + (s <
+    theta_keep % S)); the dropped unflagged sets leave the coverage (delta -= 1)."""
+    T = delta.shape[0]
+    for s in prange(S):
+        tid = numba.get_thread_id()
+        if tid >= T:
+            tid = 0
+        keep = theta_keep // S + (1 if s < theta_keep % S else 0)
+        ob = s * L
+        seg_base = s * l
+        for r in range(keep, count[s]):
+            if flag[ob + r] == 0:
+                for p in range(offset[ob + r], offset[ob + r + 1]):
+                    delta[tid, mrr[seg_base + p % l]] -= 1
+        if keep < count[s]:
+            count[s] = keep
+            hi[s] = offset[ob + keep]
+
+
 def fold_delta(cnt, delta):
     """cnt += sum of the per-thread deltas; deltas back to zero."""
     T = delta.shape[0]
@@ -633,6 +653,7 @@ relayout_kernel, relayout_kernel_serial = _parallel_and_serial(relayout_kernel)
 reslot_kernel, reslot_kernel_serial = _parallel_and_serial(reslot_kernel)
 discover_kernel, discover_kernel_serial = _parallel_and_serial(discover_kernel)
 fold_delta, fold_delta_serial = _parallel_and_serial(fold_delta)
+trim_kernel, trim_kernel_serial = _parallel_and_serial(trim_kernel)
 count_flags, count_flags_serial = _parallel_and_serial(count_flags)
 clear_flags, clear_flags_serial = _parallel_and_serial(clear_flags)
 argmax_ratio, argmax_ratio_serial = _parallel_and_serial(argmax_ratio)

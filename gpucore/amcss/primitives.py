@@ -44,11 +44,18 @@ class Primitives(ABC):
         each draws floor(k + u_j) roots from V_i with round ``rnd`` keys; cnt counts them."""
 
     @abstractmethod
-    def update(self, k: float, rnd: int) -> dict:
+    def update(self, k: float, rnd: int, min_keep: int | None = None) -> dict:
         """Update every set to round ``rnd`` with k_i = ``k``: clean sets (flag 0) keep their
         content and extend their roots (Lemma 3.4), polluted ones (flag 1) keep their inactive roots,
         draw the rest (Lemma 3.6) and are re-probed with their own keys; flags end at 0 and cnt
-        counts every set. Returns statistics (e.g. {"clean": .., "polluted": ..})."""
+        counts every set. If the updated collection would not fit the memory budget, first drop
+        the newest sets (``trim``), never below ``min_keep``. Returns statistics
+        (``sets, clean, polluted, entries_before, entries_after``, ``trimmed`` if any)."""
+
+    @abstractmethod
+    def trim(self, theta_keep: int) -> None:
+        """Keep only the sets of global index < theta_keep (segment s keeps its first
+        theta_keep // S + (s < theta_keep % S) slots); dropped unflagged sets leave cnt."""
 
     @abstractmethod
     def clear(self) -> None:
