@@ -61,6 +61,7 @@
 __device__ __forceinline__ gc_u64 oicw_ld(const gc_u64* p) { oc_preempt(); return *(const volatile gc_u64*)p; }
 __device__ __forceinline__ void oicw_st(gc_u64* p, gc_u64 v) { oc_preempt(); *(volatile gc_u64*)p = v; }
 __device__ __forceinline__ void oicw_pause(unsigned) { oc_yield(); }
+__device__ __forceinline__ void oicw_fence() { oc_preempt(); }
 #else
 #define OICW_PREEMPT() ((void)0)
 // Morally strong (relaxed, gpu scope) accesses: they are not served from a stale L1 line.
@@ -73,6 +74,9 @@ __device__ __forceinline__ void oicw_st(gc_u64* p, gc_u64 v) {
     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ void oicw_pause(unsigned ns) { __nanosleep(ns); }
+// Acquire-release fence at gpu scope: enough for the message passing of the queue (writer: data,
+// fence, flag; reader: flag, fence, data) and for reading DONE before TAIL.
+__device__ __forceinline__ void oicw_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 #endif
 
 __device__ __forceinline__ unsigned oicw_lane() { return threadIdx.x & 31u; }
@@ -186,12 +190,12 @@ struct OicwLevelPush {
 
 // One level: expand the keys queue_in[0 .. *cnt_in) (each once per level) with masks cur_mask[x],
 // zeroing cur_mask[x]; enqueue the next level's keys into queue_out (counter cnt_out).
-extern "C" __global__ void oracle_icw_level(const gc_i64* __restrict__ out_indptr, const int* __restrict__ out_dst,
-                                            const float* __restrict__ out_prob, gc_i64 n,
-                                            const gc_u64* __restrict__ h1, gc_u64* visited, const gc_u64* queue_in,
-                                            const gc_u64* cnt_in, gc_u64* cur_mask, gc_u64* next_mask,
-                                            gc_u64* queue_out, gc_u64* cnt_out) {
-    __shared__ gc_u64 stage[OICW_MAX_WARPS * OICW_STAGE];
+__device__ __forceinline__ void oicw_level_body(const gc_i64* __restrict__ out_indptr,
+                                                const int* __restrict__ out_dst, const float* __restrict__ out_prob,
+                                                gc_i64 n, const gc_u64* __restrict__ h1, gc_u64* visited,
+                                                const gc_u64* queue_in, const gc_u64* cnt_in, gc_u64* cur_mask,
+                                                gc_u64* next_mask, gc_u64* queue_out, gc_u64* cnt_out,
+                                                gc_u64* stage) {
     const OicwGraph g{out_indptr, out_dst, out_prob, n, h1, visited};
     const unsigned warp = threadIdx.x >> 5;
     OicwLevelPush push{next_mask, queue_out, cnt_out, stage + warp * OICW_STAGE, 0};
@@ -214,6 +218,23 @@ extern "C" __global__ void oracle_icw_level(const gc_i64* __restrict__ out_indpt
         oicw_expand(g, have, w, u, mask, push);
     }
     push.flush();
+}
+
+#define OICW_LEVEL_PARAMS                                                                                      \
+    const gc_i64 *__restrict__ out_indptr, const int *__restrict__ out_dst, const float *__restrict__ out_prob, \
+        gc_i64 n, const gc_u64 *__restrict__ h1, gc_u64 *visited, const gc_u64 *queue_in, const gc_u64 *cnt_in,  \
+        gc_u64 *cur_mask, gc_u64 *next_mask, gc_u64 *queue_out, gc_u64 *cnt_out
+#define OICW_LEVEL_ARGS out_indptr, out_dst, out_prob, n, h1, visited, queue_in, cnt_in, cur_mask, next_mask, queue_out, cnt_out
+
+extern "C" __global__ void oracle_icw_level(OICW_LEVEL_PARAMS) {
+    __shared__ gc_u64 stage[OICW_MAX_WARPS * OICW_STAGE];
+    oicw_level_body(OICW_LEVEL_ARGS, stage);
+}
+
+// The same, compiled for 8 blocks of 256 threads per SM (32 registers: full occupancy, a few spills).
+extern "C" __global__ void __launch_bounds__(256, 8) oracle_icw_level8(OICW_LEVEL_PARAMS) {
+    __shared__ gc_u64 stage[OICW_MAX_WARPS * OICW_STAGE];
+    oicw_level_body(OICW_LEVEL_ARGS, stage);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -241,7 +262,7 @@ struct OicwQueuePush {
                 const gc_u64 t = base + (gc_u64)i;
                 if (t < capacity) oicw_st(&queue[2 * t], skey[i]);
             }
-            __threadfence();  // keys before masks: a readable mask means a readable key
+            oicw_fence();  // keys before masks: a readable mask means a readable key
             for (int i = lane; i < count; i += 32) {
                 const gc_u64 t = base + (gc_u64)i;
                 if (t < capacity) {
@@ -279,7 +300,7 @@ __device__ int oicw_wait(const gc_u64* queue, gc_u64 capacity, gc_u64* ctl, gc_u
         unsigned ns = OICW_SPIN_SHORT;
         if (low >= tail) {  // not reserved yet: maybe nothing is left at all
             const gc_u64 done = oicw_ld(&ctl[OICW_DONE]);
-            __threadfence();  // DONE before TAIL (see the protocol above)
+            oicw_fence();  // DONE before TAIL (see the protocol above)
             const gc_u64 tail2 = oicw_ld(&ctl[OICW_TAIL]);
             if (done == (tail2 < capacity ? tail2 : capacity)) return 2;
             const gc_u64 batches = (low - tail) >> 5;
@@ -292,11 +313,11 @@ __device__ int oicw_wait(const gc_u64* queue, gc_u64 capacity, gc_u64* ctl, gc_u
 
 // Publish the warp's expanded-entry count after ordering its TAIL reservations before it.
 __device__ __forceinline__ void oicw_credit(gc_u64* ctl, gc_u64& credit) {
-    __threadfence();
+    oicw_fence();
     __syncwarp();
     if (credit != 0ULL) {
         if (oicw_lane() == 0) {
-            __threadfence();
+            oicw_fence();
             OICW_PREEMPT();
             atomicAdd(&ctl[OICW_DONE], credit);
         }
@@ -305,13 +326,11 @@ __device__ __forceinline__ void oicw_credit(gc_u64* ctl, gc_u64& credit) {
     __syncwarp();
 }
 
-// Expand every entry reachable from the queue's initial ctl[TAIL] entries (see the protocol).
-extern "C" __global__ void oracle_icw_async(const gc_i64* __restrict__ out_indptr, const int* __restrict__ out_dst,
-                                            const float* __restrict__ out_prob, gc_i64 n,
-                                            const gc_u64* __restrict__ h1, gc_u64* visited, gc_u64* pend,
-                                            gc_u64* queue, gc_u64 capacity, gc_u64* ctl) {
-    __shared__ gc_u64 skey[OICW_MAX_WARPS * OICW_STAGE];
-    __shared__ gc_u64 smask[OICW_MAX_WARPS * OICW_STAGE];
+__device__ __forceinline__ void oicw_async_body(const gc_i64* __restrict__ out_indptr,
+                                                const int* __restrict__ out_dst, const float* __restrict__ out_prob,
+                                                gc_i64 n, const gc_u64* __restrict__ h1, gc_u64* visited,
+                                                gc_u64* pend, gc_u64* queue, gc_u64 capacity, gc_u64* ctl,
+                                                gc_u64* skey, gc_u64* smask) {
     const OicwGraph g{out_indptr, out_dst, out_prob, n, h1, visited};
     const unsigned warp = threadIdx.x >> 5;
     const int lane = (int)oicw_lane();
@@ -342,7 +361,7 @@ extern "C" __global__ void oracle_icw_async(const gc_i64* __restrict__ out_indpt
             if (state == 2) break;
             continue;
         }
-        __threadfence();  // masks seen readable before their keys are read
+        oicw_fence();  // masks seen readable before their keys are read
         gc_u64 key = 0ULL, mask = 0ULL;
         if (ready) {
             mask = oicw_ld(&queue[2 * tick + 1]);
@@ -355,6 +374,26 @@ extern "C" __global__ void oracle_icw_async(const gc_i64* __restrict__ out_indpt
     }
     push.flush();
     oicw_credit(ctl, credit);
+}
+
+#define OICW_ASYNC_PARAMS                                                                                      \
+    const gc_i64 *__restrict__ out_indptr, const int *__restrict__ out_dst, const float *__restrict__ out_prob, \
+        gc_i64 n, const gc_u64 *__restrict__ h1, gc_u64 *visited, gc_u64 *pend, gc_u64 *queue, gc_u64 capacity,  \
+        gc_u64 *ctl
+#define OICW_ASYNC_ARGS out_indptr, out_dst, out_prob, n, h1, visited, pend, queue, capacity, ctl
+
+// Expand every entry reachable from the queue's initial ctl[TAIL] entries (see the protocol).
+extern "C" __global__ void oracle_icw_async(OICW_ASYNC_PARAMS) {
+    __shared__ gc_u64 skey[OICW_MAX_WARPS * OICW_STAGE];
+    __shared__ gc_u64 smask[OICW_MAX_WARPS * OICW_STAGE];
+    oicw_async_body(OICW_ASYNC_ARGS, skey, smask);
+}
+
+// The same, compiled for 8 blocks of 256 threads per SM (32 registers: full occupancy, a few spills).
+extern "C" __global__ void __launch_bounds__(256, 8) oracle_icw_async8(OICW_ASYNC_PARAMS) {
+    __shared__ gc_u64 skey[OICW_MAX_WARPS * OICW_STAGE];
+    __shared__ gc_u64 smask[OICW_MAX_WARPS * OICW_STAGE];
+    oicw_async_body(OICW_ASYNC_ARGS, skey, smask);
 }
 
 // Move the bits kept in pend (slots that did not exist) into the queue from ctl[TAIL] on: a pend

@@ -193,7 +193,7 @@ def _engine(backend):
     return cuda_engine(backend)
 
 
-def _counts(graph, seeds, model, worlds, backend, want_sets=False, threads=None):
+def _counts(graph, seeds, model, worlds, backend, want_sets=False, threads=None, gpu_variant=None):
     """Per-world activated-set sizes (and sets) on the resolved backend; returns (counts, sets, name)."""
     from gpucore.oracle.gpu import Engine
 
@@ -226,9 +226,20 @@ def _counts(graph, seeds, model, worlds, backend, want_sets=False, threads=None)
         arrays = tuple(d[name] for name in names)
         if d[names[2]].dtype != np.float32:
             arrays = None
-    run = ic_counts_gpu if model == "IC" else lt_counts_gpu
-    counts, sets = run(engine, out_indptr, out_dst, weights, seeds, worlds, want_sets=want_sets, arrays=arrays)
+    if model == "IC":
+        counts, sets = ic_counts_gpu(engine, out_indptr, out_dst, weights, seeds, worlds, want_sets=want_sets,
+                                     arrays=arrays, variant=gpu_variant)
+    else:
+        counts, sets = lt_counts_gpu(engine, out_indptr, out_dst, weights, seeds, worlds, want_sets=want_sets,
+                                     arrays=arrays)
     return counts, sets, engine.name
+
+
+def _check_gpu_variant(variant) -> None:
+    if variant is not None:
+        from gpucore.oracle.gpu import check_variant
+
+        check_variant(variant)
 
 
 def _check_host_memory(n: int, model: str, chunks: int) -> None:
@@ -248,25 +259,27 @@ def _check_host_memory(n: int, model: str, chunks: int) -> None:
 
 
 def spread(graph, seeds, model: str = "IC", runs: int = 10000, seed: int = 0, *, backend="auto",
-           confidence: float = 0.95, threads: int | None = None) -> SpreadResult:
+           confidence: float = 0.95, threads: int | None = None, gpu_variant: str | None = None) -> SpreadResult:
     """Expected spread of ``seeds`` (internal ids) under ``model`` by forward Monte-Carlo.
 
     Run ``s`` (0 <= s < runs) is the world ``mix(seed, Stream.ORACLE, s)``; its activated-set size
     counts the seeds. Returns mean, standard error, a ``confidence`` normal-approximation CI and the
     per-run sizes. ``backend``: "auto" (GPU if CuPy sees one), "cpu", "cuda", a ``Backend``, or an
     oracle ``Engine`` (tests). Per-run sizes do not depend on the backend. ``threads``: CPU workers
-    (default: all Numba threads).
+    (default: all Numba threads). ``gpu_variant``: the IC GPU kernel (``gpucore.oracle.gpu.IC_VARIANTS``,
+    default ``gpu.IC_VARIANT``; ignored on the CPU and under LT).
     Errors (``GpucoreError``): unknown model, empty/duplicated/out-of-range seeds, runs < 2,
     seed outside [0, 2^64), confidence outside (0, 1).
     """
     model = check_model(model)
     seeds = check_seeds(seeds, graph.n)
     runs = check_runs(runs)
+    _check_gpu_variant(gpu_variant)
     seed = check_u64(seed, "seed")
     confidence = check_confidence(confidence)
     worlds = mc_world_seeds(seed, runs)
     t0 = time.perf_counter()
-    counts, _, name = _counts(graph, seeds, model, worlds, backend, threads=threads)
+    counts, _, name = _counts(graph, seeds, model, worlds, backend, threads=threads, gpu_variant=gpu_variant)
     seconds = time.perf_counter() - t0
     mean = float(counts.mean())
     stderr = float(counts.std(ddof=1) / math.sqrt(runs))
@@ -276,15 +289,18 @@ def spread(graph, seeds, model: str = "IC", runs: int = 10000, seed: int = 0, *,
                         seconds=seconds, counts=counts)
 
 
-def simulate_worlds(graph, seeds, model: str, world_seeds, *, backend="cpu") -> list[WorldResult]:
-    """Activated sets of ``seeds`` in each of the given worlds (see ``simulate_world``)."""
+def simulate_worlds(graph, seeds, model: str, world_seeds, *, backend="cpu",
+                    gpu_variant: str | None = None) -> list[WorldResult]:
+    """Activated sets of ``seeds`` in each of the given worlds (see ``simulate_world``; ``gpu_variant``
+    as in ``spread``)."""
     model = check_model(model)
     seeds = check_seeds(seeds, graph.n)
+    _check_gpu_variant(gpu_variant)
     ws = [check_u64(w, "world_seed") for w in np.asarray(world_seeds, dtype=object).reshape(-1)]
     if not ws:
         return []
     worlds = np.array(ws, dtype=np.uint64)
-    _, sets, _ = _counts(graph, seeds, model, worlds, backend, want_sets=True)
+    _, sets, _ = _counts(graph, seeds, model, worlds, backend, want_sets=True, gpu_variant=gpu_variant)
     return [WorldResult(model, ws[i], np.flatnonzero(sets[i]).astype(np.int64)) for i in range(len(ws))]
 
 

@@ -62,6 +62,7 @@ static oc_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __shared__ static
+#define __launch_bounds__(...)
 
 // ---- threads of the current block: user-level contexts, switched with _setjmp/_longjmp
 struct oc_thread { jmp_buf jb; ucontext_t uc; int state; };  // state: 0 new, 1 started, 2 done
@@ -227,7 +228,7 @@ template <typename... A> static void oc_describe(void (*)(A...), long long* kind
 }
 """
 
-_KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(')
+_KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(')
 
 _ERRORS = {-11: "a lane left its warp while the others waited at a warp collective",
            -12: "the switch limit was reached (livelock, or a kernel that waits forever)",

@@ -19,6 +19,8 @@ argument ``variant``; results are identical, only speed differs):
 - ``"async"`` (``oracle_icw.cu``, ``oracle_icw_async``): no levels: one persistent launch drains a
   work queue of (node, word, newly claimed bits) entries, the same warp expansion; a queue of
   ``queue_capacity`` slots, bits that find no slot wait in ``pend`` for a refill and relaunch.
+- ``"warp8"``, ``"async8"``: the same kernels compiled with ``__launch_bounds__(256, 8)`` (32
+  registers, full occupancy, a few spills) instead of 48 registers.
 
 LT and the level-synchronous IC kernels: the host launches ``LEVELS_PER_SYNC`` levels, then reads
 one counter to see whether the frontier is empty.
@@ -43,7 +45,9 @@ LIGHT_MAX = 256  # entries with more out-arcs go to the block-per-entry kernel
 GROUP = 8  # lanes per light entry (divides the block size and 32)
 COUNT_PER_THREAD = 2048  # nodes per thread in oracle_ic_count (< 2^16, the counters' planes)
 MEMORY_FRACTION = 0.5  # share of the free device memory one batch may take
-IC_VARIANTS = ("level", "warp", "async")
+IC_VARIANTS = ("level", "warp", "warp8", "async", "async8")
+_ICW_KERNEL = {"warp": "oracle_icw_level", "warp8": "oracle_icw_level8", "async": "oracle_icw_async",
+               "async8": "oracle_icw_async8"}
 IC_VARIANT = "level"  # the default IC kernel (variant=None)
 QUEUE_CAPACITY = 1 << 29  # "async": queue slots (16 bytes each) at most, fewer when fewer can be needed
 SEED_BITS = 4  # "async": initial entries carry this many simulations of one word (spreads the seeds' work)
@@ -194,7 +198,7 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
         heavy_nodes = int(np.count_nonzero(deg > light_max))
         # per word: visited + 2 masks + 2 queues (8 bytes each per node) + heavy queue + counts/keys
         per_word = n * 8 * 5 + heavy_nodes * 8 + 64 * 16
-    elif variant == "warp":
+    elif variant in ("warp", "warp8"):
         per_word = n * 8 * 5 + 64 * 16  # visited + 2 masks + 2 key queues
     else:
         per_word = n * 8 * 2 + 64 * 16  # visited + pend
@@ -202,13 +206,14 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
         capacity = int(min(int(queue_capacity or QUEUE_CAPACITY), 64 * words_wanted * max(n, 1)))
         fixed = capacity * 16 + CTL_WORDS * 8
     W = _plan(words_wanted, per_word, fixed, engine, max_words, "IC simulation")
-    if variant == "async":
+    is_async = variant in ("async", "async8")
+    if is_async:
         capacity = int(min(capacity, 64 * W * max(n, 1)))
     d_indptr, d_dst, d_prob = arrays if arrays is not None else (xp.asarray(out_indptr), xp.asarray(out_dst),
                                                                  xp.asarray(out_prob))
     count_k = engine.kernel("oracle_ic", "oracle_ic_count")
     visited = _alloc(xp, W * n, np.uint64)
-    if variant == "async":
+    if is_async:
         state = {"pend": _alloc(xp, W * n, np.uint64), "queue": _alloc(xp, 2 * capacity, np.uint64),
                  "capacity": capacity, "used": 0}
     else:
@@ -244,11 +249,12 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
         if variant == "level":
             levels = _run_level(engine, state, graph, d_h1, visited, entries, d_index, init, light_max, group)
             _note(stats, words, levels)
-        elif variant == "warp":
-            levels = _run_warp(engine, state, graph, d_h1, visited, words, seeds, d_index, init)
+        elif not is_async:
+            levels = _run_warp(engine, _ICW_KERNEL[variant], state, graph, d_h1, visited, words, seeds, d_index, init)
             _note(stats, words, levels)
         else:
-            _run_async(engine, state, graph, d_h1, visited, words, seeds, valid, seed_bits, stats)
+            _run_async(engine, _ICW_KERNEL[variant], state, graph, d_h1, visited, words, seeds, valid, seed_bits,
+                       stats)
             _note(stats, words, 0)
         d_counts = xp.zeros(words * 64, dtype=np.uint64)
         count_k(grid, block, (visited, n64, np.int64(words), np.int64(COUNT_PER_THREAD), d_counts))
@@ -286,10 +292,10 @@ def _seed_keys(words: int, seeds: np.ndarray) -> np.ndarray:
     return ((np.arange(words, dtype=np.uint64)[:, None] << np.uint64(32)) | seeds.astype(np.uint64)[None, :]).ravel()
 
 
-def _run_warp(engine, state, graph, d_h1, visited, words, seeds, d_index, init) -> int:
-    """Variant "warp" on one batch: one oracle_icw_level launch per level. Returns the levels."""
+def _run_warp(engine, name, state, graph, d_h1, visited, words, seeds, d_index, init) -> int:
+    """Variant "warp"/"warp8" on one batch: one launch of kernel ``name`` per level. Returns the levels."""
     xp = engine.xp
-    kernel = engine.kernel("oracle_icw", "oracle_icw_level")
+    kernel = engine.kernel("oracle_icw", name)
     masks, queues = state["masks"], state["queues"]
     grid, block = (engine.blocks,), (engine.block,)
     keys = _seed_keys(words, seeds)
@@ -303,10 +309,10 @@ def _run_warp(engine, state, graph, d_h1, visited, words, seeds, d_index, init) 
     return _level_loop(xp, level, keys.size)
 
 
-def _run_async(engine, state, graph, d_h1, visited, words, seeds, valid, seed_bits, stats) -> None:
-    """Variant "async" on one batch: persistent launches until no bits wait in ``pend``."""
+def _run_async(engine, name, state, graph, d_h1, visited, words, seeds, valid, seed_bits, stats) -> None:
+    """Variant "async"/"async8" on one batch: persistent launches of ``name`` until no bits wait in ``pend``."""
     xp = engine.xp
-    kernel = engine.kernel("oracle_icw", "oracle_icw_async")
+    kernel = engine.kernel("oracle_icw", name)
     refill = engine.kernel("oracle_icw", "oracle_icw_refill")
     pend, queue, capacity = state["pend"], state["queue"], state["capacity"]
     grid, block = (engine.blocks,), (engine.block,)
@@ -435,6 +441,6 @@ def _to_host(a) -> np.ndarray:
 def batch_geometry(n: int, runs: int, model: str, variant: str | None = None) -> dict:
     """Bytes per batch unit, for reports (IC "async" also has its queue, up to 16 QUEUE_CAPACITY bytes)."""
     if model == "IC":
-        per = n * 16 if check_variant(variant) == "async" else n * 40
+        per = n * 16 if check_variant(variant) in ("async", "async8") else n * 40
         return {"unit": "word of 64 simulations", "bytes_per_unit": per, "units": math.ceil(runs / 64)}
     return {"unit": "simulation", "bytes_per_unit": n * 25, "units": runs}
