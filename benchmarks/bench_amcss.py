@@ -10,10 +10,11 @@ a wall-clock limit per cell) and writes, under ``--out``:
 - ``bench-amcss.json``     one row per cell + machine facts, and
 - ``bench-amcss.md``       the table (times, speedup, costs, rounds, theta per round).
 
-Typical use (this machine, then the 16-core GPU host)::
+Typical use (this machine, then the 16-core GPU host, whose commands are limited to 10 minutes:
+``--budget`` seconds for the whole run, cells that would start later are recorded as skipped)::
 
-    python benchmarks/bench_amcss.py --out results/bench-amcss-cpu
-    python benchmarks/bench_amcss.py --out $OUT/bench-amcss --threads 16
+    python benchmarks/bench_amcss.py /tmp/bench-amcss --budget 0          # no time limit
+    python3 benchmarks/bench_amcss.py "$OUT" --shared-data .shared_data --threads 16 --budget 540
 
 Graphs: the SNAP files in ``../shared/data/snap`` (``--data``) and a generated graph
 (``--big-nodes``/``--big-edges``, preferential attachment, 1M nodes by default). Weighted cascade
@@ -51,7 +52,7 @@ def gpucore(args, timeout=None, env=None):
 
 
 def prepare_graphs(opts, out: Path) -> list[dict]:
-    gdir = out / "graphs"
+    gdir = Path(opts.cache)
     gdir.mkdir(parents=True, exist_ok=True)
     graphs = []
     wanted = set(opts.graphs.split(",")) if opts.graphs else None
@@ -81,7 +82,7 @@ def prepare_graphs(opts, out: Path) -> list[dict]:
     return graphs
 
 
-def run_cell(opts, graph: dict, model: str, algorithm: str, out: Path) -> dict:
+def run_cell(opts, graph: dict, model: str, algorithm: str, out: Path, timeout: float) -> dict:
     cells = out / "cells"
     cells.mkdir(parents=True, exist_ok=True)
     cell = cells / f"{graph['name']}-{model}-{algorithm}.json"
@@ -99,9 +100,9 @@ def run_cell(opts, graph: dict, model: str, algorithm: str, out: Path) -> dict:
     else:
         t0 = time.perf_counter()
         try:
-            proc = gpucore(args, timeout=opts.cell_timeout)
+            proc = gpucore(args, timeout=timeout)
         except subprocess.TimeoutExpired:
-            return {**row, "status": f"timeout after {opts.cell_timeout} s"}
+            return {**row, "status": f"timeout after {timeout:.0f} s"}
         if proc.returncode:
             return {**row, "status": "error", "error": proc.stderr.strip().splitlines()[-1:]}
         row["wall_seconds"] = time.perf_counter() - t0
@@ -192,8 +193,13 @@ def write_markdown(path: Path, facts: dict, rows: list[dict], opts) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="output folder")
-    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "snap"), help="SNAP files folder")
+    ap.add_argument("out", nargs="?", default=None, help="output folder")
+    ap.add_argument("--out", dest="out_opt", default=None, help="output folder (same as the positional)")
+    ap.add_argument("--data", "--shared-data", dest="data", default=None,
+                    help="folder with the SNAP .txt.gz files (default ../shared/data/snap, $GPUCORE_SHARED_DATA)")
+    ap.add_argument("--cache", default="/tmp/gpucore-bench-amcss", help="folder for the built .gcsr graphs")
+    ap.add_argument("--budget", type=float, default=540.0,
+                    help="seconds for the whole run; 0 = unlimited (default 540: the GPU host's 10-minute limit)")
     ap.add_argument("--graphs", default="", help="comma-separated subset of graph names (default all)")
     ap.add_argument("--models", default="IC,LT")
     ap.add_argument("--algorithms", default="MERIT,PASTI")
@@ -201,7 +207,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=4, help="IC batch on the SNAP graphs (default 4)")
     ap.add_argument("--lt-batch", type=int, default=4, help="LT batch (default 4, the paper's)")
     ap.add_argument("--eps", type=float, default=0.5)
-    ap.add_argument("--realizations", type=int, default=2)
+    ap.add_argument("--realizations", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default all cores)")
     ap.add_argument("--backend", default="cpu")
@@ -212,7 +218,16 @@ def main(argv=None) -> int:
     ap.add_argument("--cell-timeout", type=int, default=3600, help="seconds per cell")
     ap.add_argument("--force", action="store_true", help="rerun cells whose JSON exists")
     opts = ap.parse_args(argv)
-    out = Path(opts.out)
+    if not (opts.out or opts.out_opt):
+        ap.error("give an output folder")
+    out = Path(opts.out or opts.out_opt)
+    if opts.data is None:
+        env = os.environ.get("GPUCORE_SHARED_DATA")
+        candidates = [Path(env)] if env else []
+        candidates += [REPO.parent / "shared" / "data" / "snap", REPO / "shared" / "data" / "snap",
+                       REPO / ".shared_data"]
+        opts.data = str(next((c for c in candidates if c.is_dir()), candidates[0]))
+    t_start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     facts = machine()
     graphs = prepare_graphs(opts, out)
@@ -220,7 +235,12 @@ def main(argv=None) -> int:
     for graph in graphs:
         for model in opts.models.split(","):
             for algorithm in opts.algorithms.split(","):
-                row = run_cell(opts, graph, model, algorithm, out)
+                left = opts.budget - (time.perf_counter() - t_start) if opts.budget > 0 else float("inf")
+                if left < 5:
+                    row = {"graph": graph["name"], "model": model, "algorithm": algorithm,
+                           "status": "skipped (time budget)"}
+                else:
+                    row = run_cell(opts, graph, model, algorithm, out, min(opts.cell_timeout, left))
                 rows.append(row)
                 print(json.dumps({k: row.get(k) for k in ("graph", "model", "algorithm", "status", "seconds",
                                                           "mean_cost", "mean_rounds", "max_theta")}), flush=True)
