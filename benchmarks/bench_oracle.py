@@ -1,6 +1,6 @@
 """Benchmark of the oracle (issue 3, item 9): forward IC simulations per second, GPU vs 16-core CPU.
 
-    python benchmarks/bench_oracle.py OUTDIR [--work DIR] [--runs 10000] [--num-seeds 50] [--sweep]
+    python benchmarks/bench_oracle.py OUTDIR [--work DIR] [--runs 10000] [--num-seeds 50] [--variant V] [--sweep]
 
 Builds (or reuses, in --work) the generated social graph of LiveJournal's size,
 ``gpucore generate pa --nodes 4847571 --edges 68993773`` (weighted cascade p = 1/indeg(v)), takes
@@ -9,7 +9,14 @@ the 50 users of largest out-degree as seeds, and runs the same 10,000 Monte-Carl
 the same machine, in the same process. Per-world activated-set sizes must be identical (checked
 and recorded). The CPU side runs all worlds unless its estimated time exceeds --cpu-budget
 seconds; then it runs the first N worlds and the rate is over those. Writes OUTDIR/bench_oracle.json
-and OUTDIR/bench_oracle.md with device facts, date and commit. Target: GPU >= 50x the CPU.
+and OUTDIR/bench_oracle.md with device facts, date and commit (GPUCORE_COMMIT when set, else git).
+Target: GPU >= 50x the CPU.
+
+The headline GPU figure is the IC kernel --variant (default: the driver's default,
+gpucore.oracle.gpu.IC_VARIANT). --sweep also times every other IC variant the same way
+(warm-up, --gpu-repeats repetitions, median) and a few work-split settings, checks that every one
+gives the same per-world sizes, and reports each with its speed-up over the CPU; a variant that
+fails is recorded with its error and the others still run.
 """
 
 from __future__ import annotations
@@ -35,21 +42,37 @@ from gpucore.cli import main as gpucore_main  # noqa: E402
 from gpucore.graph import load_graph  # noqa: E402
 from gpucore.oracle import mc_world_seeds  # noqa: E402
 from gpucore.oracle.cpu import counts_cpu  # noqa: E402
-from gpucore.oracle.gpu import GROUP, LIGHT_MAX, cuda_engine, ic_counts_gpu, lt_counts_gpu  # noqa: E402
+from gpucore.oracle.gpu import (  # noqa: E402
+    GROUP,
+    IC_VARIANT,
+    IC_VARIANTS,
+    LIGHT_MAX,
+    QUEUE_CAPACITY,
+    SEED_BITS,
+    cuda_engine,
+    ic_counts_gpu,
+    lt_counts_gpu,
+)
 
 TARGET = 50.0
 
 
 def git_commit() -> str:
+    """GPUCORE_COMMIT when set (the GPU machine has no .git), else ``git rev-parse HEAD`` (+dirty)."""
+    env = os.environ.get("GPUCORE_COMMIT", "").strip()
+    if env:
+        return env
     try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        if out.returncode == 0:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "-q", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        sha = out.stdout.strip()
+        if out.returncode == 0 and len(sha) == 40 and all(c in "0123456789abcdef" for c in sha):
             dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "gpucore", "benchmarks"],
                                    capture_output=True, text=True, timeout=10).stdout.strip()
-            return out.stdout.strip() + ("+dirty" if dirty else "")
+            return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.environ.get("GPUCORE_COMMIT", "unknown")
+    return "unknown"
 
 
 def cpu_model() -> str:
@@ -93,8 +116,13 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu-threads", type=int, default=None, help="default: all cores")
     ap.add_argument("--cpu-budget", type=float, default=240.0, help="seconds the CPU side may take")
     ap.add_argument("--gpu-repeats", type=int, default=3)
-    ap.add_argument("--sweep", action="store_true", help="also time other GPU work splits (results must agree)")
+    ap.add_argument("--variant", choices=IC_VARIANTS, default=None,
+                    help=f"IC GPU kernel of the headline figure (default: the driver's default, {IC_VARIANT})")
+    ap.add_argument("--sweep", action="store_true",
+                    help="also time every other IC variant and some work splits (results must agree)")
     args = ap.parse_args(argv)
+    if args.variant is None:
+        args.variant = IC_VARIANT
 
     import numba
 
@@ -121,47 +149,74 @@ def main(argv=None) -> int:
     if cuda_available():
         backend = get_backend("cuda")
         eng = cuda_engine(backend)
-        run = ic_counts_gpu if args.model == "IC" else lt_counts_gpu
         t0 = time.perf_counter()
         names = ("out_indptr", "out_dst", "out_prob" if args.model == "IC" else "lt_out_weights")
         d = g.device_arrays(backend, names)
         arrays = tuple(d[k] for k in names)
         backend.synchronize()
         upload = time.perf_counter() - t0
-        run(eng, g.out_indptr, g.out_dst, weights, seeds, worlds[:64], arrays=arrays)  # NVRTC compile, warm-up
-        backend.synchronize()
-        times, stats = [], {}
-        for rep in range(args.gpu_repeats):
-            backend.reset_peak()
-            backend.synchronize()
-            t0 = time.perf_counter()
-            st = {}
-            counts, _ = run(eng, g.out_indptr, g.out_dst, weights, seeds, worlds, arrays=arrays, stats=st)
-            backend.synchronize()
-            times.append(time.perf_counter() - t0)
-            if gpu_counts is None:
-                gpu_counts, stats = counts, st
-            elif not np.array_equal(counts, gpu_counts):
-                raise SystemExit("GPU repetitions disagree: non-deterministic kernel")
-        sec = statistics.median(times)
-        report["gpu"] = {"device": backend.device_info(), "seconds": sec, "seconds_all": times,
-                         "sims_per_second": args.runs / sec, "graph_upload_seconds": upload,
-                         "peak_pool_bytes": backend.peak_memory(), "batches": stats.get("batches"),
-                         "units_per_batch": stats.get("units"), "levels": stats.get("levels"),
-                         "light_max": LIGHT_MAX, "group": GROUP, "mean_spread": float(gpu_counts.mean()),
+
+        def gpu_run(kw: dict, repeats: int) -> dict:
+            """Warm-up on 64 worlds (NVRTC compile), then ``repeats`` timed runs of all worlds."""
+            run = ic_counts_gpu if args.model == "IC" else lt_counts_gpu
+            out = dict(kw)
+            try:
+                run(eng, g.out_indptr, g.out_dst, weights, seeds, worlds[:64], arrays=arrays, **kw)
+                backend.synchronize()
+                times, counts, stats, peak = [], None, {}, 0
+                for _ in range(repeats):
+                    backend.reset_peak()
+                    backend.synchronize()
+                    st = {}
+                    t0 = time.perf_counter()
+                    got, _ = run(eng, g.out_indptr, g.out_dst, weights, seeds, worlds, arrays=arrays, stats=st, **kw)
+                    backend.synchronize()
+                    times.append(time.perf_counter() - t0)
+                    peak = max(peak, backend.peak_memory())
+                    if counts is None:
+                        counts, stats = got, st
+                    elif not np.array_equal(got, counts):
+                        raise RuntimeError("repetitions disagree: non-deterministic kernel")
+            except Exception as exc:  # recorded, the other variants still run
+                backend.synchronize()
+                out.update(error=f"{type(exc).__name__}: {exc}")
+                print(f"GPU {kw}: {out['error']}", flush=True)
+                return out
+            sec = statistics.median(times)
+            out.update(seconds=sec, seconds_all=times, sims_per_second=args.runs / sec, peak_pool_bytes=peak,
+                       stats=stats, counts=counts)
+            print(f"GPU {kw}: {sec:.3f} s ({', '.join(f'{t:.3f}' for t in times)}), {stats}", flush=True)
+            return out
+
+        main_kw = {"variant": args.variant} if args.model == "IC" else {}
+        main_run = gpu_run(main_kw, args.gpu_repeats)
+        if "error" in main_run:
+            raise SystemExit(f"GPU run failed: {main_run['error']}")
+        gpu_counts = main_run.pop("counts")
+        stats = main_run["stats"]
+        report["gpu"] = {"device": backend.device_info(), "variant": main_kw.get("variant"),
+                         "seconds": main_run["seconds"], "seconds_all": main_run["seconds_all"],
+                         "sims_per_second": main_run["sims_per_second"], "graph_upload_seconds": upload,
+                         "peak_pool_bytes": main_run["peak_pool_bytes"], "batches": stats.get("batches"),
+                         "units_per_batch": stats.get("units"), "levels": stats.get("levels"), "stats": stats,
+                         "light_max": LIGHT_MAX, "group": GROUP, "queue_capacity_max": QUEUE_CAPACITY,
+                         "seed_bits": SEED_BITS, "mean_spread": float(gpu_counts.mean()),
                          "stderr": float(gpu_counts.std(ddof=1) / np.sqrt(args.runs))}
         if args.sweep and args.model == "IC":
+            variants = [dict(main_run, variant=args.variant, counts=gpu_counts)]
+            for v in IC_VARIANTS:
+                if v != args.variant:
+                    variants.append(gpu_run({"variant": v}, args.gpu_repeats))
             sweep = []
-            for kw in ({"group": 4}, {"group": 16}, {"group": 32}, {"light_max": 64}, {"light_max": 1024}):
-                t0 = time.perf_counter()
-                counts, _ = run(eng, g.out_indptr, g.out_dst, weights, seeds, worlds, arrays=arrays, **kw)
-                backend.synchronize()
-                s = time.perf_counter() - t0
-                sweep.append(dict(kw, seconds=s, sims_per_second=args.runs / s,
-                                  identical=bool(np.array_equal(counts, gpu_counts))))
+            for kw in ({"variant": "level", "group": 16}, {"variant": "level", "light_max": 64},
+                       {"variant": "async", "seed_bits": 1}, {"variant": "async", "seed_bits": 64},
+                       {"variant": "async", "queue_capacity": 1 << 26}, {"variant": "warp", "max_words": 40}):
+                sweep.append(gpu_run(kw, 1))
+            for item in variants + sweep:
+                got = item.pop("counts", None)
+                item["identical"] = None if got is None else bool(np.array_equal(got, gpu_counts))
+            report["gpu"]["variants"] = variants
             report["gpu"]["sweep"] = sweep
-            if not all(x["identical"] for x in sweep):
-                raise SystemExit("GPU work splits disagree")
     else:
         report["gpu"] = None
 
@@ -196,14 +251,32 @@ def main(argv=None) -> int:
     if gpu_counts is not None:
         same = bool(np.array_equal(cpu_counts, gpu_counts[:cpu_runs]))
         report["identical_counts"] = same
-        report["speedup"] = report["gpu"]["sims_per_second"] / report["cpu"]["sims_per_second"]
+        cpu_rate = report["cpu"]["sims_per_second"]
+        report["speedup"] = report["gpu"]["sims_per_second"] / cpu_rate
         report["target_met"] = report["speedup"] >= TARGET and same
+        ok = [v for v in report["gpu"].get("variants", []) if "error" not in v]
+        for item in report["gpu"].get("variants", []) + report["gpu"].get("sweep", []):
+            if "error" not in item:
+                item["speedup"] = item["sims_per_second"] / cpu_rate
+        if ok:
+            best = min(ok, key=lambda v: v["seconds"])
+            report["best_variant"] = {"variant": best["variant"], "seconds": best["seconds"],
+                                      "speedup": best["speedup"], "identical": best["identical"] and same,
+                                      "target_met": best["speedup"] >= TARGET and bool(best["identical"]) and same}
+            tried = report["gpu"]["variants"] + report["gpu"]["sweep"]
+            report["all_variants_identical"] = same and all(v["identical"] for v in tried if "error" not in v)
+            report["failed_gpu_runs"] = [{k: v for k, v in t.items() if k != "error"} | {"error": t["error"]}
+                                         for t in tried if "error" in t]
     write_json(outdir / "bench_oracle.json", report)
     md = render_markdown(report)
     with atomic_path(outdir / "bench_oracle.md") as tmp:
         tmp.write_text(md)
     print(md)
-    return 0 if report.get("identical_counts", True) else 1
+    if not report.get("identical_counts", True) or report.get("all_variants_identical") is False:
+        return 1
+    if report.get("failed_gpu_runs"):
+        return 3
+    return 0
 
 
 def render_markdown(r: dict) -> str:
@@ -220,29 +293,46 @@ def render_markdown(r: dict) -> str:
     ]
     if gpu:
         dev = gpu["device"]
-        lines.append(f"| GPU | {dev.get('device')} (CC {dev.get('compute_capability')}, {dev.get('sm_count')} SMs) | "
+        kernel = f", variant {gpu['variant']}" if gpu.get("variant") else ""
+        lines.append(f"| GPU | {dev.get('device')} (CC {dev.get('compute_capability')}, {dev.get('sm_count')} SMs{kernel}) | "
                      f"{r['runs']:,} | {gpu['seconds']:.3f} | {gpu['sims_per_second']:,.0f} | {gpu['mean_spread']:.1f} |")
     d = cpu["device"]
     lines.append(f"| CPU | {d.get('cpu_model')}, {d.get('numba_threads')} threads ({d.get('threading_layer')}) | "
                  f"{cpu['runs']:,} | {cpu['seconds']:.3f} | {cpu['sims_per_second']:,.1f} | {cpu['mean_spread']:.1f} |")
     lines.append("")
     if gpu:
+        st = gpu.get("stats") or {}
+        shape = (f"{gpu['levels']} levels" if gpu.get("variant") not in ("async", "async8")
+                 else f"{st.get('launches')} launch(es), {st.get('refills')} refill(s), {st.get('entries'):,} queue "
+                      f"entries (capacity {st.get('queue_capacity'):,})")
         lines += [
-            f"**Speed-up GPU / CPU: {r['speedup']:.1f}x** (target >= {r['target_speedup']:.0f}x: "
-            f"{'met' if r['target_met'] else 'NOT met'}). Per-world activated-set sizes identical on both sides: "
-            f"{r['identical_counts']}.",
+            f"**Speed-up GPU / CPU: {r['speedup']:.1f}x** (variant {gpu.get('variant')}; target >= "
+            f"{r['target_speedup']:.0f}x: {'met' if r['target_met'] else 'NOT met'}). Per-world activated-set sizes "
+            f"identical on both sides: {r['identical_counts']}.",
             "",
-            f"GPU: {gpu['batches']} batch(es) of {gpu['units_per_batch']} words x 64 simulations, {gpu['levels']} levels, "
+            f"GPU: {gpu['batches']} batch(es) of {gpu['units_per_batch']} words x 64 simulations, {shape}, "
             f"graph upload {gpu['graph_upload_seconds']:.2f} s (not timed), peak pool {gpu['peak_pool_bytes'] / 2**30:.2f} GiB, "
             f"repetitions {', '.join(f'{t:.3f}' for t in gpu['seconds_all'])} s (median reported).",
         ]
+        if gpu.get("variants"):
+            best = r.get("best_variant")
+            if best:
+                failed = r.get("failed_gpu_runs") or []
+                lines += ["", f"**Fastest IC variant: {best['variant']}, {best['seconds']:.3f} s, {best['speedup']:.1f}x** "
+                          f"(target {'met' if best['target_met'] else 'NOT met'}); every variant and setting that ran "
+                          f"gave identical sizes: {r.get('all_variants_identical')}"
+                          + (f"; {len(failed)} run(s) FAILED (see below)." if failed else ".")]
+            lines += ["", "| IC variant | seconds (median) | repetitions | simulations/s | speed-up | shape | peak pool GiB | identical |",
+                      "|---|---:|---|---:|---:|---|---:|---|"]
+            for v in gpu["variants"]:
+                lines.append(_variant_row(v, v["variant"]))
         if gpu.get("sweep"):
-            lines += ["", "| work split | seconds | simulations/s | identical |", "|---|---:|---:|---|"]
-            lines.append(f"| group {gpu['group']}, light_max {gpu['light_max']} (default) | {gpu['seconds']:.3f} | "
-                         f"{gpu['sims_per_second']:,.0f} | - |")
+            lines += ["", "| work split (one run) | seconds | simulations/s | speed-up | shape | peak pool GiB | identical |",
+                      "|---|---:|---:|---:|---|---:|---|"]
             for s in gpu["sweep"]:
-                name = ", ".join(f"{k} {v}" for k, v in s.items() if k in ("group", "light_max"))
-                lines.append(f"| {name} | {s['seconds']:.3f} | {s['sims_per_second']:,.0f} | {s['identical']} |")
+                name = ", ".join(f"{k} {v}" for k, v in s.items()
+                                 if k in ("variant", "group", "light_max", "seed_bits", "queue_capacity", "max_words"))
+                lines.append(_variant_row(s, name, repetitions=False))
     else:
         lines.append("No GPU visible: CPU side only.")
     lines += ["", f"CPU scaling: one thread {cpu['single_thread_sims_per_second']:,.1f} simulations/s over "
@@ -251,8 +341,23 @@ def render_markdown(r: dict) -> str:
     if cpu["subset"]:
         lines += ["", f"The CPU ran the first {cpu['runs']:,} of the same worlds (time budget); its rate is over those."]
     lines += ["", "CPU oracle: Numba, one world per worker at a time (per-world BFS, the reference implementation). "
-              "GPU oracle: 64 worlds per 64-bit word, all words of a batch expanded together (docs/oracle.md)."]
+              "GPU oracle: 64 worlds per 64-bit word, all words of a batch expanded together; IC variants "
+              "level / warp / warp8 (level-synchronous) and async / async8 (persistent work queue) (docs/oracle.md)."]
     return "\n".join(lines) + "\n"
+
+
+def _variant_row(v: dict, name: str, repetitions: bool = True) -> str:
+    if "error" in v:
+        return f"| {name} | failed: {v['error'][:160]} |" + " |" * (6 if repetitions else 5)
+    st = v.get("stats") or {}
+    if st.get("variant") in ("async", "async8"):
+        shape = f"{st.get('launches')} launch(es), {st.get('refills')} refill(s), {st.get('entries', 0):,} entries"
+    else:
+        shape = f"{st.get('levels')} levels, {st.get('batches')} batch(es)"
+    speed = f"{v['speedup']:.1f}x" if "speedup" in v else "-"
+    reps = f" {', '.join(f'{t:.3f}' for t in v['seconds_all'])} |" if repetitions else ""
+    return (f"| {name} | {v['seconds']:.3f} |{reps} {v['sims_per_second']:,.0f} | {speed} | {shape} | "
+            f"{v['peak_pool_bytes'] / 2**30:.2f} | {v.get('identical')} |")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """The oracle's CUDA kernels and their Python driver, run by the sequential C++ emulator.
 
-``gpucore.oracle.emulator`` compiles the unmodified ``oracle_*.cu`` with g++ and runs every thread
-of every launch one after another (a legal GPU schedule, since the kernels use no barriers). These
-tests check, on a machine without a GPU, that the kernels and the driver give exactly the CPU
+``gpucore.oracle.emulator`` compiles the unmodified ``oracle_*.cu`` with g++ and runs every launch
+on the CPU (blocks in turn, the threads of a block as contexts; the kernels of oracle_ic.cu and
+oracle_lt.cu use no barriers, so each thread simply runs to its end). These tests of the "level"
+IC kernels and LT check, on a machine without a GPU, that the kernels and the driver give exactly the CPU
 reference's activated sets: 64-simulation words with a partial last word, several batches, heavy
 (block-per-entry) nodes, cascades deeper than one host synchronisation, LT crossings, grid-stride
-loops with odd grids. The same comparisons run on a real GPU in tests/gpu/test_oracle_cuda.py.
+loops with odd grids. The same comparisons run on a real GPU in tests/gpu/test_oracle_cuda.py; the
+other IC variants (oracle_icw.cu) are tested in tests/test_oracle_variants.py.
 """
 
 from __future__ import annotations

@@ -258,3 +258,19 @@ def test_several_batches_and_sets(eng):
         assert np.array_equal(got, ref) and stats["batches"] == 3, v
         assert np.array_equal(sets.sum(axis=1), ref)
         assert sets[:, seeds].all()
+
+
+def test_async_watchdog_ends_a_stuck_launch():
+    """A slot counted in TAIL that is never written (a broken producer) must end the launch with
+    the error word set, not hang it (the driver then raises)."""
+    from gpucore.oracle.gpu import CTL_ERR, CTL_LIMIT
+
+    g = graphs()["random"]
+    n = g.n
+    ctl = np.zeros(CTL_WORDS, dtype=np.uint64)
+    ctl[CTL_TAIL], ctl[CTL_LIMIT] = 5, 2000  # emulator: polls
+    e = emulator.emulator_engine(blocks=2, block=64, schedule_seed=5)
+    e.kernel("oracle_icw", "oracle_icw_async")((2,), (64,), (
+        g.out_indptr, g.out_dst, g.out_prob, np.int64(n), np.zeros(64, dtype=np.uint64), np.zeros(n, dtype=np.uint64),
+        np.zeros(n, dtype=np.uint64), np.zeros(2 * 64, dtype=np.uint64), np.uint64(64), ctl))
+    assert int(ctl[CTL_ERR]) == 1 and int(ctl[CTL_DONE]) == 0

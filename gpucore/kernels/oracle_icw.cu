@@ -50,6 +50,8 @@
 #define OICW_TAIL 16
 #define OICW_DONE 32
 #define OICW_FLAG 48
+#define OICW_ERR 49    // set by a warp whose wait saw no progress for ctl[OICW_LIMIT] ns (watchdog)
+#define OICW_LIMIT 50  // watchdog in ns (0: none), written by the host
 #define OICW_CTL_WORDS 64
 #define OICW_SPIN_SHORT 64     // ns: the awaited slot is reserved, its producer is writing it
 #define OICW_SPIN_BASE 256     // ns per batch of 32 tickets between the awaited one and TAIL
@@ -62,6 +64,8 @@ __device__ __forceinline__ gc_u64 oicw_ld(const gc_u64* p) { oc_preempt(); retur
 __device__ __forceinline__ void oicw_st(gc_u64* p, gc_u64 v) { oc_preempt(); *(volatile gc_u64*)p = v; }
 __device__ __forceinline__ void oicw_pause(unsigned) { oc_yield(); }
 __device__ __forceinline__ void oicw_fence() { oc_preempt(); }
+static gc_u64 oicw_ticks = 0;
+__device__ __forceinline__ gc_u64 oicw_clock() { return ++oicw_ticks; }  // one tick per poll
 #else
 #define OICW_PREEMPT() ((void)0)
 // Morally strong (relaxed, gpu scope) accesses: they are not served from a stale L1 line.
@@ -77,6 +81,11 @@ __device__ __forceinline__ void oicw_pause(unsigned ns) { __nanosleep(ns); }
 // Acquire-release fence at gpu scope: enough for the message passing of the queue (writer: data,
 // fence, flag; reader: flag, fence, data) and for reading DONE before TAIL.
 __device__ __forceinline__ void oicw_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+__device__ __forceinline__ gc_u64 oicw_clock() {
+    gc_u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
 #endif
 
 __device__ __forceinline__ unsigned oicw_lane() { return threadIdx.x & 31u; }
@@ -292,20 +301,34 @@ struct OicwQueuePush {
 };
 
 // Lane 0 of a warp whose tickets are all unreadable waits for ticket `low` (its lowest pending
-// one). Returns 1 when its slot became readable, 2 when the work is finished.
-__device__ int oicw_wait(const gc_u64* queue, gc_u64 capacity, gc_u64* ctl, gc_u64 low) {
+// one). Returns 1 when its slot became readable, 2 when the work is finished, 3 when neither TAIL
+// nor DONE moved for ctl[OICW_LIMIT] nanoseconds (a watchdog against a broken protocol; 0: none).
+__device__ __noinline__ int oicw_wait(const gc_u64* queue, gc_u64 capacity, gc_u64* ctl, gc_u64 low) {
+    const gc_u64 limit_ns = oicw_ld(&ctl[OICW_LIMIT]);
+    gc_u64 seen_tail = ~0ULL, seen_done = ~0ULL, since = 0ULL;
     for (;;) {
         if (oicw_ld(&queue[2 * low + 1]) != 0ULL) return 1;
         const gc_u64 tail = oicw_ld(&ctl[OICW_TAIL]);
+        gc_u64 done = seen_done;
         unsigned ns = OICW_SPIN_SHORT;
         if (low >= tail) {  // not reserved yet: maybe nothing is left at all
-            const gc_u64 done = oicw_ld(&ctl[OICW_DONE]);
+            done = oicw_ld(&ctl[OICW_DONE]);
             oicw_fence();  // DONE before TAIL (see the protocol above)
             const gc_u64 tail2 = oicw_ld(&ctl[OICW_TAIL]);
             if (done == (tail2 < capacity ? tail2 : capacity)) return 2;
             const gc_u64 batches = (low - tail) >> 5;
             ns = batches >= OICW_SPIN_MAX / OICW_SPIN_BASE ? OICW_SPIN_MAX
                                                             : (unsigned)(OICW_SPIN_BASE * (batches + 1));
+        }
+        if (limit_ns != 0ULL) {
+            const gc_u64 now = oicw_clock();
+            if (tail != seen_tail || done != seen_done) {
+                seen_tail = tail;
+                seen_done = done;
+                since = now;
+            } else if (now - since > limit_ns) {
+                return 3;
+            }
         }
         oicw_pause(ns);
     }
@@ -356,9 +379,12 @@ __device__ __forceinline__ void oicw_async_body(const gc_i64* __restrict__ out_i
             oicw_credit(ctl, credit);
             const gc_u64 low = __shfl_sync(OICW_FULL, tick, __ffs((int)held) - 1);
             int state = 0;
-            if (lane == 0) state = oicw_wait(queue, capacity, ctl, low);
+            if (lane == 0) {
+                state = oicw_wait(queue, capacity, ctl, low);
+                if (state == 3) oicw_st(&ctl[OICW_ERR], 1ULL);
+            }
             state = __shfl_sync(OICW_FULL, state, 0);
-            if (state == 2) break;
+            if (state >= 2) break;
             continue;
         }
         oicw_fence();  // masks seen readable before their keys are read

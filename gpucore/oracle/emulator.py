@@ -60,6 +60,7 @@ static oc_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __restrict__ __restrict
 #define __shared__ static
 #define __launch_bounds__(...)

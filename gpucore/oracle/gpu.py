@@ -53,7 +53,10 @@ QUEUE_CAPACITY = 1 << 29  # "async": queue slots (16 bytes each) at most, fewer 
 SEED_BITS = 4  # "async": initial entries carry this many simulations of one word (spreads the seeds' work)
 WARP_STAGE_MAX_BLOCK = 256  # oracle_icw.cu: OICW_MAX_WARPS * 32
 # oracle_icw.cu control words (u64 indices)
-CTL_HEAD, CTL_TAIL, CTL_DONE, CTL_FLAG, CTL_WORDS = 0, 16, 32, 48, 64
+CTL_HEAD, CTL_TAIL, CTL_DONE, CTL_FLAG, CTL_ERR, CTL_LIMIT, CTL_WORDS = 0, 16, 32, 48, 49, 50, 64
+#: "async": a waiting warp gives up when neither TAIL nor DONE moved for this long (a broken protocol
+#: then raises instead of hanging the device); nanoseconds on the GPU, polls in the emulator
+ASYNC_WATCHDOG_NS = 20_000_000_000
 
 
 @dataclass
@@ -309,7 +312,8 @@ def _run_warp(engine, name, state, graph, d_h1, visited, words, seeds, d_index, 
     return _level_loop(xp, level, keys.size)
 
 
-def _run_async(engine, name, state, graph, d_h1, visited, words, seeds, valid, seed_bits, stats) -> None:
+def _run_async(engine, name, state, graph, d_h1, visited, words, seeds, valid, seed_bits, stats,
+               watchdog_ns: int | None = None) -> None:
     """Variant "async"/"async8" on one batch: persistent launches of ``name`` until no bits wait in ``pend``."""
     xp = engine.xp
     kernel = engine.kernel("oracle_icw", name)
@@ -344,12 +348,16 @@ def _run_async(engine, name, state, graph, d_h1, visited, words, seeds, valid, s
     used = placed
     launches = refills = expanded = 0
     while True:
-        ctl[CTL_HEAD] = ctl[CTL_DONE] = 0
+        ctl[CTL_HEAD] = ctl[CTL_DONE] = ctl[CTL_ERR] = 0
+        ctl[CTL_LIMIT] = ASYNC_WATCHDOG_NS if watchdog_ns is None else watchdog_ns
         d_ctl = xp.asarray(ctl)
         kernel(grid, block, graph + (d_h1, visited, pend, queue, np.uint64(capacity), d_ctl))
         ctl = _to_host(d_ctl).copy()
         launches += 1
         expanded += int(ctl[CTL_DONE])
+        if ctl[CTL_ERR]:
+            raise GpucoreError(f"oracle GPU async: a warp saw no progress for {int(ctl[CTL_LIMIT])} ns (watchdog); "
+                               f"{int(ctl[CTL_DONE])} entries expanded of {min(int(ctl[CTL_TAIL]), capacity)} queued")
         if int(ctl[CTL_DONE]) != min(int(ctl[CTL_TAIL]), capacity):
             raise GpucoreError(f"oracle GPU async: {int(ctl[CTL_DONE])} entries expanded of "
                                f"{min(int(ctl[CTL_TAIL]), capacity)} queued (kernel protocol broken)")

@@ -2,8 +2,12 @@
 
 Exact first: for the same world keys the GPU's activated sets equal the CPU's (IC: 64 simulations
 per word, partial words, several batches, heavy nodes, deep cascades; LT: threshold crossings with
-64-bit atomics), and spread's per-run sizes are identical. Then statistical: Monte-Carlo means of
-independent seeds agree within their CIs (two-sided false-alarm rate 1e-4 per comparison).
+64-bit atomics), and spread's per-run sizes are identical, for every IC kernel variant
+(``IC_VARIANTS``: level-synchronous "level", "warp", "warp8"; persistent-queue "async", "async8",
+also with queues far too small, which forces refills and relaunches). Repeated runs of the
+persistent kernels at scale must agree exactly (a race would show as a run-to-run difference).
+Then statistical: Monte-Carlo means of independent seeds agree within their CIs (two-sided
+false-alarm rate 1e-4 per comparison).
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from gpucore.backend import get_backend
 from gpucore.cli import main
 from gpucore.graph import load_graph
 from gpucore.oracle import mc_world_seeds, simulate_worlds, spread
-from gpucore.oracle.gpu import cuda_engine, ic_counts_gpu, lt_counts_gpu
+from gpucore.oracle.gpu import IC_VARIANTS, cuda_engine, ic_counts_gpu, lt_counts_gpu
 from tests.test_oracle_emulated import graphs
 from tests.test_oracle_exact import IC_ARCS, graph_of
 from tests.test_oracle_reference import exact_ic_spread
 
 Z_1E4 = 3.8906  # two-sided normal quantile for a false-alarm rate of 1e-4
+NEW_VARIANTS = [v for v in IC_VARIANTS if v != "level"]
+ASYNC_VARIANTS = ("async", "async8")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +47,7 @@ def pa_graph(tmp_path_factory):
 def test_kernels_compile_with_nvrtc(cuda):
     from gpucore.kernels import load_module
 
-    for name in ("oracle_ic", "oracle_lt"):
+    for name in ("oracle_ic", "oracle_lt", "oracle_icw"):
         assert load_module(name) is not None
 
 
@@ -117,3 +123,85 @@ def test_gpu_ci_covers_exact_spread(cuda):
     exact = exact_ic_spread(7, IC_ARCS, [0])
     covered = sum(spread(g, [0], "IC", runs=2000, seed=s, backend=cuda).covers(exact) for s in range(100))
     assert covered >= 86
+
+
+# ------------------------------------------------------------------------------------------
+# IC kernel variants of oracle_icw.cu
+
+
+@pytest.fixture(scope="module")
+def pa_big(tmp_path_factory):
+    """A larger generated graph (200k users, ~3M arcs, weighted cascade): long cascades, many warps busy."""
+    path = tmp_path_factory.mktemp("oracle") / "pa200k.gcsr"
+    assert main(["generate", "pa", "--nodes", "200000", "--edges", "3000000", "--seed", "5", "--weights", "wc",
+                 "-o", str(path)]) == 0
+    return load_graph(path)
+
+
+@pytest.mark.parametrize("variant", NEW_VARIANTS)
+@pytest.mark.parametrize("name", ["random", "hub", "path"])
+def test_variant_small_graphs_sets_equal_cpu(cuda, name, variant):
+    g = graphs()[name]
+    seeds = [0, 5] if name != "path" else [0]
+    worlds = [int(w) for w in mc_world_seeds(77, 130)]
+    cpu = simulate_worlds(g, seeds, "IC", worlds)
+    gpu = simulate_worlds(g, seeds, "IC", worlds, backend=cuda, gpu_variant=variant)
+    for a, b in zip(cpu, gpu):
+        assert np.array_equal(a.active, b.active), (name, variant, a.world_seed)
+
+
+@pytest.mark.parametrize("variant", NEW_VARIANTS)
+def test_variant_generated_graph_sets_equal_cpu(cuda, pa_graph, variant):
+    deg = np.diff(pa_graph.out_indptr)
+    seeds = np.argsort(-deg, kind="stable")[:20]
+    worlds = [int(w) for w in mc_world_seeds(2024, 200)]
+    cpu = simulate_worlds(pa_graph, seeds, "IC", worlds)
+    gpu = simulate_worlds(pa_graph, seeds, "IC", worlds, backend=cuda, gpu_variant=variant)
+    assert max(r.count for r in cpu) > 100
+    for a, b in zip(cpu, gpu):
+        assert np.array_equal(a.active, b.active), (variant, a.world_seed)
+
+
+@pytest.mark.parametrize("variant", NEW_VARIANTS)
+def test_variant_spread_counts_identical(cuda, pa_graph, variant):
+    seeds = [0, 1, 2, 100, 1000]
+    a = spread(pa_graph, seeds, "IC", runs=3000, seed=11, backend="cpu")
+    b = spread(pa_graph, seeds, "IC", runs=3000, seed=11, backend=cuda, gpu_variant=variant)
+    assert np.array_equal(a.counts, b.counts)
+
+
+@pytest.mark.parametrize("variant", ASYNC_VARIANTS)
+def test_async_small_queues_and_settings(cuda, pa_graph, variant):
+    eng = cuda_engine(cuda)
+    seeds = np.arange(10, dtype=np.int64)
+    worlds = mc_world_seeds(5, 700)
+    ref = spread(pa_graph, seeds, "IC", runs=700, seed=5, backend="cpu").counts
+    for kw in ({"queue_capacity": 1}, {"queue_capacity": 1000}, {"queue_capacity": 50_000, "seed_bits": 1},
+               {"seed_bits": 64}, {"max_words": 1}, {"max_words": 3, "queue_capacity": 5000}):
+        stats = {}
+        got, _ = ic_counts_gpu(eng, pa_graph.out_indptr, pa_graph.out_dst, pa_graph.out_prob, seeds, worlds,
+                               stats=stats, variant=variant, **kw)
+        assert np.array_equal(got, ref), (variant, kw, stats)
+        if kw.get("queue_capacity", 10**9) <= 1000:
+            assert stats["refills"] >= 1, stats
+
+
+def test_variants_agree_and_repeat_at_scale(cuda, pa_big):
+    """10,000 worlds from 50 hubs on 200k users: every variant gives the same sizes, the persistent
+    kernels five times over (a race would show as a difference), and the first 500 equal the CPU's."""
+    eng = cuda_engine(cuda)
+    deg = np.diff(pa_big.out_indptr)
+    seeds = np.argsort(-deg, kind="stable")[:50].astype(np.int64)
+    worlds = mc_world_seeds(9, 10000)
+    args = (eng, pa_big.out_indptr, pa_big.out_dst, pa_big.out_prob, seeds, worlds)
+    ref, _ = ic_counts_gpu(*args, variant="level")
+    assert ref.mean() > 200
+    cpu = spread(pa_big, seeds, "IC", runs=500, seed=9, backend="cpu").counts
+    assert np.array_equal(cpu, ref[:500])
+    for variant in NEW_VARIANTS:
+        for rep in range(5 if variant in ASYNC_VARIANTS else 1):
+            stats = {}
+            got, _ = ic_counts_gpu(*args, variant=variant, stats=stats)
+            assert np.array_equal(got, ref), (variant, rep, stats, int(np.count_nonzero(got != ref)))
+    got, _ = ic_counts_gpu(*args, variant="async", queue_capacity=1 << 18)  # refills at scale
+    assert np.array_equal(got, ref)
