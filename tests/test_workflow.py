@@ -378,3 +378,20 @@ def test_corrupt_file_in_a_local_mirror_directory(shared_data, tmp_path):
     assert "download failed: dataset 'facebook'" in proc.stdout + proc.stderr
     raw = wd / "resources" / "raw" / "facebook"
     assert not raw.exists() or list(raw.iterdir()) == []
+
+
+def test_failed_verification_fails_the_workflow(tmp_path):
+    wd = workdir(tmp_path)
+    cell = "results/cells/pa2k/IC/merit/eta30"
+    snakemake(wd, f"{cell}.verify.json", "--cores", "2", "--config", "realizations=1")
+    result = json.loads((wd / f"{cell}.json").read_text())
+    assert json.loads((wd / f"{cell}.verify.json").read_text())["passed"] is True
+    result["realizations"][0]["rounds"][0]["newly_active"] += 1  # a solver log that the world contradicts
+    (wd / f"{cell}.json").write_text(json.dumps(result))
+    proc = snakemake(wd, f"{cell}.verify.json", "--cores", "2", "--config", "realizations=1", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "verification failed" in out
+    assert job_counts(out) == {"verify": 1}  # the result is newer than its verification: only verify reruns
+    assert not (wd / f"{cell}.verify.json").exists()
+    kept = json.loads((wd / f"logs/cells/pa2k/IC/merit/eta30.verify.log.json").read_text())
+    assert kept["passed"] is False
