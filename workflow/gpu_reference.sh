@@ -20,6 +20,8 @@ OUT=$(cd "$OUT" && pwd)
 PY=${PYTHON:-python3}
 CORES=${CORES:-all}
 CONFIG=config/reference-gpu.yaml
+CONFIGS=("$CONFIG")
+NOTE=""
 START=$(date +%s)
 log() { echo "[gpu_reference $(($(date +%s) - START))s] $*" >&2; }
 
@@ -59,15 +61,23 @@ for f in wiki-Vote.txt.gz email-Eu-core.txt.gz soc-Epinions1.txt.gz facebook_com
     [ -f ".shared_data/$f" ] || { echo "missing .shared_data/$f (copy ../shared/data/snap/*.txt.gz there)" >&2; exit 1; }
 done
 
+# AMCSS on cuda needs gpucore/amcss/cuda.py; without it, run the AMCSS cells on the CPU (and say so)
+if [ "${ALLOW_CPU:-0}" != 1 ] && ! "$PY" -c "from gpucore.amcss.primitives import load_primitives; load_primitives('cuda')" 2>/dev/null; then
+    CONFIGS+=(config/reference-gpu-amcss-cpu.yaml)
+    NOTE="AMCSS cells ran on the CPU (config/reference-gpu-amcss-cpu.yaml): the AMCSS CUDA backend is not in this build"
+    log "WARNING: $NOTE"
+fi
+
 # 3. the workflow
 export GPUCORE_PROGRESS=0
-log "snakemake --configfile $CONFIG --cores $CORES $*"
-snakemake --configfile "$CONFIG" --cores "$CORES" --resources gpu=1 "$@" 2>&1 | tee "$OUT/snakemake.log"
+log "snakemake --configfile ${CONFIGS[*]} --cores $CORES $*"
+set -o pipefail
+snakemake --configfile "${CONFIGS[@]}" --cores "$CORES" --resources gpu=1 "$@" 2>&1 | tee "$OUT/snakemake.log"
 log "report"
-snakemake --configfile "$CONFIG" --report "$OUT/report.html" "$@" >> "$OUT/snakemake.log" 2>&1
+snakemake --configfile "${CONFIGS[@]}" --report "$OUT/report.html" "$@" >> "$OUT/snakemake.log" 2>&1
 
 # 4. copy this configuration's outputs (and only those) to OUTDIR
-snakemake --configfile "$CONFIG" --summary "$@" 2>/dev/null | awk -F'\t' 'NR > 1 {print $1}' \
+snakemake --configfile "${CONFIGS[@]}" --summary "$@" 2>/dev/null | awk -F'\t' 'NR > 1 {print $1}' \
     | grep -E '^results/(tables|figures|cells)/' > "$OUT/.files" || true
 copy() { mkdir -p "$(dirname "$2")" && cp "$1" "$2"; }
 while read -r f; do
@@ -77,7 +87,7 @@ while read -r f; do
         b="results/benchmarks/${f#results/}"; b="${b%.json}.tsv"; [ -f "$b" ] && copy "$b" "$OUT/${b#results/}" ;; esac
 done < "$OUT/.files"
 rm -f "$OUT/.files"
-cp "$CONFIG" "$OUT/config.yaml"
+for c in "${CONFIGS[@]}"; do cp "$c" "$OUT/$(basename "$c")"; done
 
 # 5. provenance
 {
@@ -89,14 +99,15 @@ cp "$CONFIG" "$OUT/config.yaml"
     else
         echo "- commit: unknown (not a git checkout)"
     fi
-    echo "- command: workflow/gpu_reference.sh OUTDIR $*  (snakemake --configfile $CONFIG --cores $CORES)"
+    echo "- command: workflow/gpu_reference.sh OUTDIR $*  (snakemake --configfile ${CONFIGS[*]} --cores $CORES)"
+    [ -z "$NOTE" ] || echo "- NOTE: $NOTE"
     echo "- device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
     echo "- host: $(nproc) CPU cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
     echo "- versions: $("$PY" -c 'import platform, snakemake, numpy, numba; import cupy; print(f"python {platform.python_version()}, snakemake {snakemake.__version__}, numpy {numpy.__version__}, numba {numba.__version__}, cupy {cupy.__version__}")' 2>/dev/null)"
     echo "- wall time: $(($(date +%s) - START)) s"
     echo
     echo "Files: tables/ (CSV, Markdown, LaTeX, HTML), figures/, cells/ (result and oracle report of every"
-    echo "cell), benchmarks/ (Snakemake benchmark of every solve and verify job), report.html, config.yaml,"
+    echo "cell), benchmarks/ (Snakemake benchmark of every solve and verify job), report.html, the config files,"
     echo "snakemake.log."
     echo
     if [ -f "$OUT/tables/amcss_summary.md" ]; then cat "$OUT/tables/amcss_summary.md"; echo; fi
