@@ -5,7 +5,6 @@ import os
 import posixpath
 import re
 import urllib.parse
-from pathlib import Path
 
 import yaml
 from snakemake.exceptions import WorkflowError
