@@ -163,3 +163,19 @@ def test_cuda_backend_without_gpu_is_a_clear_error(sparse):
         pytest.skip("a GPU is present")
     with pytest.raises(GpucoreError, match="cuda"):
         run_amcss(sparse, eta=10, backend="cuda")
+
+
+def test_shrink_policy_and_keep_all(sparse):
+    """Default MERIT trims its newest sets when k_i grows (never below theta_0); --keep-all keeps
+    the paper's never-shrinking collection. Both replay exactly."""
+    shrunk = run_amcss(sparse, model="LT", eta=300, batch=2, eps=0.5, seed=3)
+    kept = run_amcss(sparse, model="LT", eta=300, batch=2, eps=0.5, seed=3, shrink=False)
+    assert shrunk["shrink"] and not kept["shrink"]
+    rounds_s = shrunk["realizations"][0]["rounds"]
+    rounds_k = kept["realizations"][0]["rounds"]
+    assert any(rd.get("update", {}).get("shrunk") for rd in rounds_s)
+    assert all(rd["theta"] >= rd["theta_0"] for rd in rounds_s)
+    thetas = [rd["theta"] for rd in rounds_k]
+    assert thetas == sorted(thetas) and not any("shrunk" in rd.get("update", {}) for rd in rounds_k)
+    check_with_oracle(sparse, shrunk)
+    check_with_oracle(sparse, kept)

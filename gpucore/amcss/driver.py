@@ -87,8 +87,14 @@ def make_primitives(graph: Graph, model: str, backend: str = "cpu", threads: int
 
 def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch: int, eps: float,
                     world_seed: int, sample_seed: int, update: bool = True, label: str = "",
-                    on_round=None) -> dict:
-    """One adaptive run on one world realization; returns its JSON-ready record."""
+                    on_round=None, shrink: bool = True) -> dict:
+    """One adaptive run on one world realization; returns its JSON-ready record.
+
+    ``shrink`` (MERIT only): when k_i grows, keep ceil(theta k_{i-1} / k_i) sets (at least
+    theta_0), dropping the newest ones, before the Update: sets grow about linearly with k, so the
+    collection keeps about the same size, as the regenerating baselines' accepted theta falls. Any
+    subset of independent sets is a valid collection and the acceptance test still decides; with
+    ``shrink=False`` the collection never shrinks (the paper's Algorithm 1)."""
     t_start = time.perf_counter()
     prims.start(world_seed, sample_seed)
     eta_i = int(eta)
@@ -96,6 +102,7 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
     total_cost = 0.0
     active = 0
     rnd = 0
+    k_prev = 0.0
     cost = np.asarray(graph.cost)
     while eta_i > 0:
         rnd += 1
@@ -105,8 +112,17 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
         k = n_i / eta_i
         upd_stats = None
         t = time.perf_counter()
+        trimmed = 0
+        if update and shrink and prims.theta > 0 and k > k_prev:
+            # sets grow with k; keep about the same number of entries (never below theta_0)
+            keep = max(bounds.theta_0_int, int(math.ceil(prims.theta * k_prev / k)))
+            if keep < prims.theta:
+                trimmed = prims.theta - keep
+                prims.trim(keep)
         if update and prims.theta > 0:
             upd_stats = prims.update(k, rnd, min_keep=bounds.theta_0_int)
+            if trimmed:
+                upd_stats["shrunk"] = trimmed
             sec["update"] += time.perf_counter() - t
         elif not update:
             prims.clear()
@@ -138,6 +154,7 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
             t = time.perf_counter()
             polluted = prims.discover_active()
             sec["discover"] += time.perf_counter() - t
+        k_prev = k
         round_cost = float(cost[seeds].astype(np.float64).sum())
         total_cost += round_cost
         record = {
@@ -186,7 +203,8 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
 def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, eps: float = 0.5,
               realizations: int = 1, seed: int = 0, update: bool = True, threads: int | None = None,
               backend: str = "cpu", memory_budget: int | None = None, segments: int | None = None,
-              primitives: Primitives | None = None, first_realization: int = 0, on_round=None) -> dict:
+              primitives: Primitives | None = None, first_realization: int = 0, on_round=None,
+              shrink: bool = True) -> dict:
     """Run AMCSS (MERIT with ``update=True``; PASTI / ASTI (threads=1) / GAMCSS (cuda) without)."""
     validate(graph, model, eta, batch, eps, realizations)
     eta, batch, eps, realizations = int(eta), int(batch), float(eps), int(realizations)
@@ -199,7 +217,8 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
         ws = world_seed_of(seed, r)
         ss = sample_seed_of(seed, r)
         rec = run_realization(prims, graph, model, eta, batch, eps, ws, ss, update=update,
-                              label=f"realization {r + 1}/{first_realization + realizations} ", on_round=on_round)
+                              label=f"realization {r + 1}/{first_realization + realizations} ", on_round=on_round,
+                              shrink=shrink)
         rec = {"realization": r, **rec}
         out_real.append(rec)
     costs = [r["total_cost"] for r in out_real]
@@ -214,6 +233,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
         "algorithm": algorithm_name(update, prims.name, threads),
         "backend": prims.name,
         "update": bool(update),
+        "shrink": bool(shrink and update),
         "seed": int(seed),
         "threads": getattr(prims, "T", None),
         "segments": getattr(prims, "S", None),

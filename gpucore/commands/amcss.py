@@ -37,6 +37,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="run seed: worlds and samples derive from it (default 0)")
     parser.add_argument("--no-update", dest="update", action="store_false",
                         help="regenerate the mRR-sets every round (PASTI; ASTI with --threads 1)")
+    parser.add_argument("--keep-all", dest="shrink", action="store_false",
+                        help="MERIT: never drop sets when k_i grows (the paper's Algorithm 1; default: keep the "
+                             "number of entries about constant, at least theta_0 sets)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"), help="default auto")
     parser.add_argument("--memory-budget", default=None,
@@ -58,7 +61,7 @@ def run(args) -> int:
     result = run_amcss(
         graph, model=model, eta=args.eta, batch=args.batch, eps=args.eps, realizations=args.realizations,
         seed=args.seed, update=args.update, threads=args.threads, backend=args.backend,
-        memory_budget=budget, segments=args.segments,
+        memory_budget=budget, segments=args.segments, shrink=args.shrink,
     )
     if args.output:
         emit_json(result, args.output)
