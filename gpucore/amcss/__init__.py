@@ -32,8 +32,9 @@ driver-side growth of l (the live range [lo, hi) is copied to the same logical p
 The interface (``primitives.Primitives``), called by the driver in this order per round i
 ------------------------------------------------------------------------------------------
 ``start(world_seed, sample_seed)`` once per realization; then per round:
-``update(k_i, i, min_keep=theta_0)`` (MERIT, when sets exist; it may ``trim(theta_keep)`` the
-newest sets first to stay within the memory budget) or ``clear()`` (regenerating baselines);
+``trim(ceil(theta k_{i-1}/k_i))`` when k grew (MERIT's default shrink policy, never below
+theta_0) and ``update(k_i, i, min_keep=theta_0)`` (MERIT, when sets exist; it may itself trim the
+newest sets to stay within the memory budget), or ``clear()`` (regenerating baselines);
 ``generate(theta, k_i, i)`` while theta grows; ``select(b, last_discover)`` -> (seeds, Lambda);
 ``commit()`` (cnt <- cnt'); ``diffuse(seeds)`` -> newly active ids; ``discover_active()`` (MERIT).
 Inspection: ``collection_sets()``, ``coverage()``, ``active_mask()``, ``n_residual``, ``theta``.
