@@ -178,8 +178,11 @@ def main(argv=None) -> int:
                     elif not np.array_equal(got, counts):
                         raise RuntimeError("repetitions disagree: non-deterministic kernel")
             except Exception as exc:  # recorded, the other variants still run
-                backend.synchronize()
-                out.update(error=f"{type(exc).__name__}: {exc}")
+                try:
+                    backend.synchronize()
+                except Exception:  # a sticky CUDA error: the later GPU runs will record it too
+                    pass
+                out.update(error=f"{type(exc).__name__}: {str(exc)[:500]}")
                 print(f"GPU {kw}: {out['error']}", flush=True)
                 return out
             sec = statistics.median(times)
@@ -210,7 +213,8 @@ def main(argv=None) -> int:
             sweep = []
             for kw in ({"variant": "level", "group": 16}, {"variant": "level", "light_max": 64},
                        {"variant": "async", "seed_bits": 1}, {"variant": "async", "seed_bits": 64},
-                       {"variant": "async", "queue_capacity": 1 << 26}, {"variant": "warp", "max_words": 40}):
+                       {"variant": "async", "queue_capacity": 1 << 26}, {"variant": "async", "async_spin": (32, 1024)},
+                       {"variant": "async", "async_spin": (512, 32768)}, {"variant": "warp", "max_words": 40}):
                 sweep.append(gpu_run(kw, 1))
             for item in variants + sweep:
                 got = item.pop("counts", None)
@@ -331,7 +335,8 @@ def render_markdown(r: dict) -> str:
                       "|---|---:|---:|---:|---|---:|---|"]
             for s in gpu["sweep"]:
                 name = ", ".join(f"{k} {v}" for k, v in s.items()
-                                 if k in ("variant", "group", "light_max", "seed_bits", "queue_capacity", "max_words"))
+                                 if k in ("variant", "group", "light_max", "seed_bits", "queue_capacity", "max_words",
+                                          "async_spin"))
                 lines.append(_variant_row(s, name, repetitions=False))
     else:
         lines.append("No GPU visible: CPU side only.")

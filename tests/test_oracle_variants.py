@@ -93,7 +93,7 @@ def test_random_schedules_many_graphs(case):
     worlds = mc_world_seeds(case, runs)
     settings = [{"variant": v} for v in NEW] + [
         {"variant": "async", "queue_capacity": [1, 7, 37, 200, 1, 7][case], "seed_bits": [1, 2, 4, 8, 16, 64][case]},
-        {"variant": "async8", "max_words": 1, "queue_capacity": 64},
+        {"variant": "async8", "max_words": 1, "queue_capacity": 64, "async_spin": (1, 1)},
         {"variant": "warp", "max_words": 2},
     ]
     for kw in settings:
@@ -242,6 +242,8 @@ def test_bad_variant_arguments(eng):
     w = mc_world_seeds(1, 10)
     with pytest.raises(GpucoreError, match="seed_bits 3"):
         ic_counts_gpu(eng, g.out_indptr, g.out_dst, g.out_prob, np.array([0]), w, variant="async", seed_bits=3)
+    with pytest.raises(GpucoreError, match="async_spin"):
+        ic_counts_gpu(eng, g.out_indptr, g.out_dst, g.out_prob, np.array([0]), w, variant="async", async_spin=(5, 2))
     with pytest.raises(GpucoreError, match="queue_capacity must be >= 1"):
         ic_counts_gpu(eng, g.out_indptr, g.out_dst, g.out_prob, np.array([0]), w, variant="async", queue_capacity=0)
 

@@ -52,10 +52,12 @@
 #define OICW_FLAG 48
 #define OICW_ERR 49    // set by a warp whose wait saw no progress for ctl[OICW_LIMIT] ns (watchdog)
 #define OICW_LIMIT 50  // watchdog in ns (0: none), written by the host
+#define OICW_SPIN_BASE 51  // wait: ns per batch of 32 tickets between the awaited one and TAIL (0: default)
+#define OICW_SPIN_MAX 52   // wait: longest sleep in ns (0: default)
 #define OICW_CTL_WORDS 64
-#define OICW_SPIN_SHORT 64     // ns: the awaited slot is reserved, its producer is writing it
-#define OICW_SPIN_BASE 256     // ns per batch of 32 tickets between the awaited one and TAIL
-#define OICW_SPIN_MAX 16384    // ns
+#define OICW_SPIN_SHORT 64       // ns: the awaited slot is reserved, its producer is writing it
+#define OICW_SPIN_BASE_NS 128    // defaults of ctl[OICW_SPIN_BASE], ctl[OICW_SPIN_MAX]
+#define OICW_SPIN_MAX_NS 8192
 
 #if defined(OIC_EMULATOR)
 // Sequential emulation: every access is atomic; oc_preempt() may switch to another thread there.
@@ -303,31 +305,40 @@ struct OicwQueuePush {
 // Lane 0 of a warp whose tickets are all unreadable waits for ticket `low` (its lowest pending
 // one). Returns 1 when its slot became readable, 2 when the work is finished, 3 when neither TAIL
 // nor DONE moved for ctl[OICW_LIMIT] nanoseconds (a watchdog against a broken protocol; 0: none).
+// It polls the slot every round and the shared counters every 4th round (they are hot lines);
+// it sleeps ctl[OICW_SPIN_BASE] ns per batch of 32 tickets between `low` and TAIL, at most
+// ctl[OICW_SPIN_MAX] ns (0: the compiled defaults).
 __device__ __noinline__ int oicw_wait(const gc_u64* queue, gc_u64 capacity, gc_u64* ctl, gc_u64 low) {
-    const gc_u64 limit_ns = oicw_ld(&ctl[OICW_LIMIT]);
     gc_u64 seen_tail = ~0ULL, seen_done = ~0ULL, since = 0ULL;
-    for (;;) {
+    unsigned ns = OICW_SPIN_SHORT;
+    for (unsigned round = 0;; ++round) {
         if (oicw_ld(&queue[2 * low + 1]) != 0ULL) return 1;
-        const gc_u64 tail = oicw_ld(&ctl[OICW_TAIL]);
-        gc_u64 done = seen_done;
-        unsigned ns = OICW_SPIN_SHORT;
-        if (low >= tail) {  // not reserved yet: maybe nothing is left at all
-            done = oicw_ld(&ctl[OICW_DONE]);
-            oicw_fence();  // DONE before TAIL (see the protocol above)
-            const gc_u64 tail2 = oicw_ld(&ctl[OICW_TAIL]);
-            if (done == (tail2 < capacity ? tail2 : capacity)) return 2;
-            const gc_u64 batches = (low - tail) >> 5;
-            ns = batches >= OICW_SPIN_MAX / OICW_SPIN_BASE ? OICW_SPIN_MAX
-                                                            : (unsigned)(OICW_SPIN_BASE * (batches + 1));
-        }
-        if (limit_ns != 0ULL) {
-            const gc_u64 now = oicw_clock();
-            if (tail != seen_tail || done != seen_done) {
-                seen_tail = tail;
-                seen_done = done;
-                since = now;
-            } else if (now - since > limit_ns) {
-                return 3;
+        if ((round & 3u) == 0u) {
+            const gc_u64 tail = oicw_ld(&ctl[OICW_TAIL]);
+            gc_u64 done = seen_done;
+            ns = OICW_SPIN_SHORT;  // reserved: its producer is writing it
+            if (low >= tail) {     // not reserved yet: maybe nothing is left at all
+                done = oicw_ld(&ctl[OICW_DONE]);
+                oicw_fence();  // DONE before TAIL (see the protocol above)
+                const gc_u64 tail2 = oicw_ld(&ctl[OICW_TAIL]);
+                if (done == (tail2 < capacity ? tail2 : capacity)) return 2;
+                gc_u64 base_ns = oicw_ld(&ctl[OICW_SPIN_BASE]), max_ns = oicw_ld(&ctl[OICW_SPIN_MAX]);
+                if (base_ns == 0ULL) base_ns = OICW_SPIN_BASE_NS;
+                if (max_ns == 0ULL) max_ns = OICW_SPIN_MAX_NS;
+                const gc_u64 batches = (low - tail) >> 5;
+                const gc_u64 want = batches >= max_ns / base_ns ? max_ns : base_ns * (batches + 1);
+                ns = (unsigned)(want < 1000000ULL ? want : 1000000ULL);
+            }
+            const gc_u64 limit_ns = oicw_ld(&ctl[OICW_LIMIT]);
+            if (limit_ns != 0ULL) {
+                const gc_u64 now = oicw_clock();
+                if (tail != seen_tail || done != seen_done) {
+                    seen_tail = tail;
+                    seen_done = done;
+                    since = now;
+                } else if (now - since > limit_ns) {
+                    return 3;
+                }
             }
         }
         oicw_pause(ns);

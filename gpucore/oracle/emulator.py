@@ -353,6 +353,7 @@ class _EmulatedKernel:
         self._lib.oc_configure(ctypes.c_ulonglong(s.next_seed()), ctypes.c_double(s.preempt),
                                ctypes.c_longlong(s.switch_limit))
         rc = self._f(ctypes.c_uint(grid_x), ctypes.c_uint(block_x), ptrs, kinds, sizes, ctypes.c_int(n))
+        self.switches = ctypes.c_longlong.in_dll(self._lib, "oc_last_switches").value  # of this launch
         if rc != 0:
             why = _ERRORS.get(rc, f"code {rc}")
             raise GpucoreError(f"{self.name}: emulated launch failed: {why}")

@@ -53,7 +53,11 @@ QUEUE_CAPACITY = 1 << 29  # "async": queue slots (16 bytes each) at most, fewer 
 SEED_BITS = 4  # "async": initial entries carry this many simulations of one word (spreads the seeds' work)
 WARP_STAGE_MAX_BLOCK = 256  # oracle_icw.cu: OICW_MAX_WARPS * 32
 # oracle_icw.cu control words (u64 indices)
-CTL_HEAD, CTL_TAIL, CTL_DONE, CTL_FLAG, CTL_ERR, CTL_LIMIT, CTL_WORDS = 0, 16, 32, 48, 49, 50, 64
+CTL_HEAD, CTL_TAIL, CTL_DONE, CTL_FLAG, CTL_ERR, CTL_LIMIT, CTL_SPIN_BASE, CTL_SPIN_MAX, CTL_WORDS = (
+    0, 16, 32, 48, 49, 50, 51, 52, 64)
+#: "async": a warp waiting for a ticket sleeps SPIN[0] ns per batch of 32 tickets between it and
+#: the queue's tail, at most SPIN[1] ns (the ``async_spin`` argument; results never depend on it)
+ASYNC_SPIN = (128, 8192)
 #: "async": a waiting warp gives up when neither TAIL nor DONE moved for this long (a broken protocol
 #: then raises instead of hanging the device); nanoseconds on the GPU, polls in the emulator
 ASYNC_WATCHDOG_NS = 20_000_000_000
@@ -169,14 +173,16 @@ def _check_warp_engine(engine: Engine, variant: str) -> None:
 def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarray, worlds: np.ndarray,
                   want_sets: bool = False, max_words: int | None = None, arrays=None, light_max: int = LIGHT_MAX,
                   group: int = GROUP, stats: dict | None = None, variant: str | None = None,
-                  queue_capacity: int | None = None, seed_bits: int = SEED_BITS):
+                  queue_capacity: int | None = None, seed_bits: int = SEED_BITS,
+                  async_spin: tuple[int, int] | None = None):
     """IC: activated-set size per world (int64), and the activated sets (bool [worlds, n]) if asked.
 
     ``arrays``: the graph arrays already on the device (out_indptr, out_dst, out_prob), optional.
     ``max_words`` caps the words (64 simulations each) per batch; ``variant`` picks the kernel
     (``IC_VARIANTS``, default ``IC_VARIANT``); ``light_max``/``group`` tune the work split of
     "level", ``queue_capacity`` (slots) and ``seed_bits`` (simulations per initial entry, a power
-    of two <= 64) that of "async" (results never depend on them). ``stats`` (a dict) receives
+    of two <= 64) and ``async_spin`` (wait backoff, ``ASYNC_SPIN``) that of "async" (results never
+    depend on them). ``stats`` (a dict) receives
     variant, batches, units (words per batch), levels (level variants: launched, a multiple of
     ``LEVELS_PER_SYNC`` per batch), and for "async" launches, refills, entries, queue_capacity.
     """
@@ -187,6 +193,8 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
         _check_warp_engine(engine, variant)
     if seed_bits not in (1, 2, 4, 8, 16, 32, 64):
         raise GpucoreError(f"oracle GPU: seed_bits {seed_bits} must be a power of two <= 64")
+    if async_spin is not None and not (len(async_spin) == 2 and 1 <= async_spin[0] <= async_spin[1] <= 1_000_000):
+        raise GpucoreError(f"oracle GPU: async_spin {async_spin} must be (base, max) ns with 1 <= base <= max <= 1e6")
     if queue_capacity is not None and int(queue_capacity) < 1:
         raise GpucoreError(f"oracle GPU: queue_capacity must be >= 1, got {queue_capacity}")
     _check_graph_arrays(out_indptr, out_dst, out_prob)
@@ -257,7 +265,7 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
             _note(stats, words, levels)
         else:
             _run_async(engine, _ICW_KERNEL[variant], state, graph, d_h1, visited, words, seeds, valid, seed_bits,
-                       stats)
+                       stats, spin=async_spin)
             _note(stats, words, 0)
         d_counts = xp.zeros(words * 64, dtype=np.uint64)
         count_k(grid, block, (visited, n64, np.int64(words), np.int64(COUNT_PER_THREAD), d_counts))
@@ -313,7 +321,7 @@ def _run_warp(engine, name, state, graph, d_h1, visited, words, seeds, d_index, 
 
 
 def _run_async(engine, name, state, graph, d_h1, visited, words, seeds, valid, seed_bits, stats,
-               watchdog_ns: int | None = None) -> None:
+               watchdog_ns: int | None = None, spin: tuple[int, int] | None = None) -> None:
     """Variant "async"/"async8" on one batch: persistent launches of ``name`` until no bits wait in ``pend``."""
     xp = engine.xp
     kernel = engine.kernel("oracle_icw", name)
@@ -350,6 +358,7 @@ def _run_async(engine, name, state, graph, d_h1, visited, words, seeds, valid, s
     while True:
         ctl[CTL_HEAD] = ctl[CTL_DONE] = ctl[CTL_ERR] = 0
         ctl[CTL_LIMIT] = ASYNC_WATCHDOG_NS if watchdog_ns is None else watchdog_ns
+        ctl[CTL_SPIN_BASE], ctl[CTL_SPIN_MAX] = spin or ASYNC_SPIN
         d_ctl = xp.asarray(ctl)
         kernel(grid, block, graph + (d_h1, visited, pend, queue, np.uint64(capacity), d_ctl))
         ctl = _to_host(d_ctl).copy()
