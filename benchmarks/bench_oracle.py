@@ -203,7 +203,8 @@ def main(argv=None) -> int:
                          "peak_pool_bytes": main_run["peak_pool_bytes"], "batches": stats.get("batches"),
                          "units_per_batch": stats.get("units"), "levels": stats.get("levels"), "stats": stats,
                          "light_max": LIGHT_MAX, "group": GROUP, "queue_capacity_max": QUEUE_CAPACITY,
-                         "seed_bits": SEED_BITS, "mean_spread": float(gpu_counts.mean()),
+                         "seed_bits": SEED_BITS, "activations": int(gpu_counts.sum()),
+                         "mean_spread": float(gpu_counts.mean()),
                          "stderr": float(gpu_counts.std(ddof=1) / np.sqrt(args.runs))}
         if args.sweep and args.model == "IC":
             variants = [dict(main_run, variant=args.variant, counts=gpu_counts)]
@@ -308,7 +309,7 @@ def render_markdown(r: dict) -> str:
         st = gpu.get("stats") or {}
         shape = (f"{gpu['levels']} levels" if gpu.get("variant") not in ("async", "async8")
                  else f"{st.get('launches')} launch(es), {st.get('refills')} refill(s), {st.get('entries'):,} queue "
-                      f"entries (capacity {st.get('queue_capacity'):,})")
+                      f"entries for {gpu['activations']:,} activations (capacity {st.get('queue_capacity'):,})")
         lines += [
             f"**Speed-up GPU / CPU: {r['speedup']:.1f}x** (variant {gpu.get('variant')}; target >= "
             f"{r['target_speedup']:.0f}x: {'met' if r['target_met'] else 'NOT met'}). Per-world activated-set sizes "

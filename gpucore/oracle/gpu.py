@@ -215,6 +215,9 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
         per_word = n * 8 * 2 + 64 * 16  # visited + pend
         # every entry carries at least one (simulation, node) bit of its own: 64 W n entries at most
         capacity = int(min(int(queue_capacity or QUEUE_CAPACITY), 64 * words_wanted * max(n, 1)))
+        if queue_capacity is None:  # by default the queue takes at most a quarter of the budget
+            budget = int(engine.free_bytes() * MEMORY_FRACTION)
+            capacity = max(1, min(capacity, max(1 << 16, budget // 4 // 16)))
         fixed = capacity * 16 + CTL_WORDS * 8
     W = _plan(words_wanted, per_word, fixed, engine, max_words, "IC simulation")
     is_async = variant in ("async", "async8")
