@@ -79,7 +79,7 @@ __device__ __forceinline__ gc_u64 oicw_ld(const gc_u64* p) {
 __device__ __forceinline__ void oicw_st(gc_u64* p, gc_u64 v) {
     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-__device__ __forceinline__ void oicw_pause(unsigned ns) { __nanosleep(ns); }
+__device__ __forceinline__ void oicw_pause(unsigned ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
 // Acquire-release fence at gpu scope: enough for the message passing of the queue (writer: data,
 // fence, flag; reader: flag, fence, data) and for reading DONE before TAIL.
 __device__ __forceinline__ void oicw_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
