@@ -48,7 +48,7 @@ MEMORY_FRACTION = 0.5  # share of the free device memory one batch may take
 IC_VARIANTS = ("level", "warp", "warp8", "async", "async8")
 _ICW_KERNEL = {"warp": "oracle_icw_level", "warp8": "oracle_icw_level8", "async": "oracle_icw_async",
                "async8": "oracle_icw_async8"}
-IC_VARIANT = "level"  # the default IC kernel (variant=None)
+IC_VARIANT = "async8"  # default IC kernel: fastest measured (results/reference/bench-oracle.md: 137.7x over 16 cores)
 QUEUE_CAPACITY = 1 << 29  # "async": queue slots (16 bytes each) at most, fewer when fewer can be needed
 SEED_BITS = 4  # "async": initial entries carry this many simulations of one word (spreads the seeds' work)
 WARP_STAGE_MAX_BLOCK = 256  # oracle_icw.cu: OICW_MAX_WARPS * 32
