@@ -72,6 +72,7 @@ def test_asti_is_one_thread_regeneration(sparse):
 def test_results_independent_of_segments_and_threads(model, sparse):
     def seeds(**kw):
         r = run_amcss(sparse, model=model, eta=150, batch=3, eps=0.5, realizations=1, seed=4, **kw)
+        check_with_oracle(sparse, r)
         return [(rd["seed_ids"], rd["newly_active"], rd["theta"]) for rd in r["realizations"][0]["rounds"]]
 
     base = seeds(segments=16)
@@ -84,8 +85,12 @@ def test_results_independent_of_segments_and_threads(model, sparse):
 
 
 def test_merit_reuses_sets_and_pasti_does_not(sparse):
-    merit = run_amcss(sparse, model="IC", eta=150, batch=2, eps=0.5, seed=5)["realizations"][0]["rounds"]
-    pasti = run_amcss(sparse, model="IC", eta=150, batch=2, eps=0.5, seed=5, update=False)["realizations"][0]["rounds"]
+    merit_run = run_amcss(sparse, model="IC", eta=150, batch=2, eps=0.5, seed=5)
+    pasti_run = run_amcss(sparse, model="IC", eta=150, batch=2, eps=0.5, seed=5, update=False)
+    check_with_oracle(sparse, merit_run)
+    check_with_oracle(sparse, pasti_run)
+    merit = merit_run["realizations"][0]["rounds"]
+    pasti = pasti_run["realizations"][0]["rounds"]
     assert merit[0]["seed_ids"] == pasti[0]["seed_ids"]  # round 1 is the same computation
     assert any("update" in rd for rd in merit[1:]) and not any("update" in rd for rd in pasti)
     assert all(rd["seconds"]["update"] == 0.0 for rd in pasti)
