@@ -179,8 +179,12 @@ def write_markdown(path: Path, facts: dict, rows: list[dict], opts) -> None:
         theta = m.get("theta_per_round", [])
         theta_s = ", ".join(str(t) for t in theta[:12]) + (" ..." if len(theta) > 12 else "")
         phases = m.get("seconds_by_phase", {})
+        def num(name):
+            value = m.get(name, p.get(name))
+            return f"{value:,}" if isinstance(value, int) else "-"
+
         lines.append(
-            f"| {key[0]} | {m.get('n', p.get('n', '-')):,} | {m.get('m', p.get('m', '-')):,} | {key[1]} "
+            f"| {key[0]} | {num('n')} | {num('m')} | {key[1]} "
             f"| {m.get('eta', p.get('eta'))} | {m.get('batch', p.get('batch'))} | {sec(m)} | {sec(p)} | {speed} "
             f"| {m.get('mean_cost', float('nan')):.3f} | {p.get('mean_cost', float('nan')):.3f} "
             f"| {m.get('mean_rounds', '-')}/{p.get('mean_rounds', '-')} "
@@ -238,6 +242,7 @@ def main(argv=None) -> int:
                 left = opts.budget - (time.perf_counter() - t_start) if opts.budget > 0 else float("inf")
                 if left < 5:
                     row = {"graph": graph["name"], "model": model, "algorithm": algorithm,
+                           "eta": opts.eta or graph["eta"], "batch": graph["batch"] if model == "IC" else opts.lt_batch,
                            "status": "skipped (time budget)"}
                 else:
                     row = run_cell(opts, graph, model, algorithm, out, min(opts.cell_timeout, left))
