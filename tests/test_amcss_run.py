@@ -184,3 +184,13 @@ def test_shrink_policy_and_keep_all(sparse):
     assert thetas == sorted(thetas) and not any("shrunk" in rd.get("update", {}) for rd in rounds_k)
     check_with_oracle(sparse, shrunk)
     check_with_oracle(sparse, kept)
+
+
+@pytest.mark.parametrize("model", ["IC", "LT"])
+def test_extreme_eta_one_and_n(model):
+    """eta = 1 (one round) and eta = n (every user, k_i = 1 to the end; batches shrink to n_i)."""
+    graph = random_graph(40, 90, seed=2, prob=0.3, name="tiny40")
+    for eta in (1, graph.n):
+        for update in (True, False):
+            check_with_oracle(graph, run_amcss(graph, model=model, eta=eta, batch=3, realizations=2, seed=1,
+                                               update=update))
