@@ -63,11 +63,12 @@ class Primitives(ABC):
 
     # ---- selection ---------------------------------------------------------------------------
     @abstractmethod
-    def select(self, b: int) -> tuple[np.ndarray, int]:
+    def select(self, b: int, last_discover: bool = True) -> tuple[np.ndarray, int]:
         """Greedy batch on a copy cnt' of cnt with flags reset: b times argmax_{v in V_i}
-        cnt'[v] / c(v) (ties to the lowest id, chosen nodes excluded), then Discover({u}) flags
-        the sets holding u and takes their members out of cnt'. Returns (internal seed ids,
-        coverage Lambda = number of sets covered)."""
+        cnt'[v] / c(v) (float64 ratio, ties to the lowest id, chosen nodes excluded), then
+        Discover({u}) flags the sets holding u and takes their members out of cnt' (the last pick's
+        Discover may be skipped when ``last_discover`` is False: PASTI rebuilds cnt every round).
+        Returns (internal seed ids, coverage Lambda = number of sets covered)."""
 
     @abstractmethod
     def commit(self) -> None:
@@ -96,6 +97,15 @@ class Primitives(ABC):
     @abstractmethod
     def active_mask(self) -> np.ndarray:
         """Host copy of the active flags."""
+
+    # ---- test hooks the shared tests use (tests/test_amcss_exact.py, test_amcss_stats.py) --------
+    def mark_active(self, nodes) -> None:
+        """Make ``nodes`` active without a diffusion (a fixed A_i for tests); then discover_active."""
+        raise NotImplementedError
+
+    def flags(self) -> dict[int, int]:
+        """Host copy ``set_id -> flag``."""
+        raise NotImplementedError
 
 
 def load_primitives(backend_name: str):
