@@ -1,0 +1,184 @@
+// amcss_select.cu: MERIT's Select (argmax of cnt/c by parallel reduction, paper Algorithm 4) and
+// Discover (Algorithm 3), trimming, and per-segment bookkeeping on the layout of gpucore/amcss/layout.py.
+//
+// Select runs b steps without a host round trip: amcss_argmax_partial (grid-stride over V_i, one
+// (ratio, id) per block) then amcss_argmax_final (one block) writes the chosen node to seeds[q], adds
+// its count to the coverage and excludes it; amcss_discover then reads the node from seeds[q].
+// The ratio is (double)cnt[v] / (double)cost[v] (IEEE division, as kernels_cpu.argmax_ratio), the
+// maximum wins, ties go to the lowest id; an empty candidate set gives -1.
+// Discover: one warp per set (global index g: segment g % S, slot g / S), ballot-early-exit scan,
+// then the warp takes the set's members out of cnt with atomicSub.
+#include "gc_random.cuh"
+
+#define AMS_FULL 0xffffffffu
+#define AMS_NONE 0x7fffffff
+
+__device__ __forceinline__ void ams_better(double& br, int& bv, double r, int v) {
+    if (r > br || (r == br && v < bv)) {
+        br = r;
+        bv = v;
+    }
+}
+
+// Block-wide reduction of (ratio, id) pairs to thread 0 (blockDim.x a multiple of 32, <= 1024).
+__device__ void ams_reduce(double& br, int& bv) {
+    __shared__ double sr[32];
+    __shared__ int sv[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int off = 16; off > 0; off >>= 1) {
+        const double r = __shfl_sync(AMS_FULL, br, lane ^ off);
+        const int v = __shfl_sync(AMS_FULL, bv, lane ^ off);
+        ams_better(br, bv, r, v);
+    }
+    if (lane == 0) {
+        sr[warp] = br;
+        sv[warp] = bv;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        br = lane < nw ? sr[lane] : -1.0;
+        bv = lane < nw ? sv[lane] : AMS_NONE;
+        for (int off = 16; off > 0; off >>= 1) {
+            const double r = __shfl_sync(AMS_FULL, br, lane ^ off);
+            const int v = __shfl_sync(AMS_FULL, bv, lane ^ off);
+            ams_better(br, bv, r, v);
+        }
+    }
+}
+
+extern "C" __global__ void amcss_argmax_partial(const int* __restrict__ cnt, const float* __restrict__ cost,
+                                                const int* __restrict__ residual, gc_i64 n_res,
+                                                const unsigned char* __restrict__ excluded,
+                                                double* __restrict__ part_r, int* __restrict__ part_v) {
+    double br = -1.0;
+    int bv = AMS_NONE;
+    for (gc_i64 i = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n_res; i += (gc_i64)gridDim.x * blockDim.x) {
+        const int v = residual[i];
+        if (excluded[v]) continue;
+        ams_better(br, bv, (double)cnt[v] / (double)cost[v], v);
+    }
+    ams_reduce(br, bv);
+    if (threadIdx.x == 0) {
+        part_r[blockIdx.x] = br;
+        part_v[blockIdx.x] = bv;
+    }
+}
+
+extern "C" __global__ void amcss_argmax_final(const double* __restrict__ part_r, const int* __restrict__ part_v,
+                                              int nparts, const int* __restrict__ cnt,
+                                              unsigned char* __restrict__ excluded, gc_i64* __restrict__ seeds, int q,
+                                              unsigned long long* __restrict__ coverage) {
+    double br = -1.0;
+    int bv = AMS_NONE;
+    for (int i = threadIdx.x; i < nparts; i += blockDim.x) ams_better(br, bv, part_r[i], part_v[i]);
+    ams_reduce(br, bv);
+    if (threadIdx.x == 0) {
+        if (bv == AMS_NONE) {
+            seeds[q] = -1;
+        } else {
+            seeds[q] = bv;
+            coverage[0] += (unsigned long long)cnt[bv];
+            excluded[bv] = 1;
+        }
+    }
+}
+
+// Flag the unflagged sets holding node *node_ptr (use_node = 1; nothing when it is -1) or any v with
+// mask[v] != 0 (use_node = 0), and take their members out of cnt; newly[0] += sets flagged.
+extern "C" __global__ void amcss_discover(int S, gc_i64 L, gc_i64 l, const int* __restrict__ mrr,
+                                          const gc_i64* __restrict__ offset, unsigned char* __restrict__ flag,
+                                          const gc_i64* __restrict__ count, gc_i64 theta, int use_node,
+                                          const gc_i64* __restrict__ node_ptr, const unsigned char* __restrict__ mask,
+                                          int* __restrict__ cnt, unsigned long long* __restrict__ newly) {
+    const int lane = threadIdx.x & 31;
+    const gc_i64 node = use_node ? node_ptr[0] : -1;
+    if (use_node && node < 0) return;
+    const gc_i64 nwarps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
+    for (gc_i64 gi = ((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; gi < theta; gi += nwarps) {
+        const gc_i64 s = gi % S, r = gi / S;
+        if (r >= count[s]) continue;
+        const gc_i64 o = s * L + r;
+        if (flag[o]) continue;
+        const gc_i64 start = offset[o], len = offset[o + 1] - start;
+        const gc_i64 sp = start % l;
+        const int* seg = mrr + s * l;
+        bool hit = false;
+        for (gc_i64 base = 0; base < len && !hit; base += 32) {
+            const gc_i64 i = base + lane;
+            bool h = false;
+            if (i < len) {
+                gc_i64 p = sp + i;
+                if (p >= l) p -= l;
+                const int v = seg[p];
+                h = use_node ? (v == node) : (mask[v] != 0);
+            }
+            hit = __ballot_sync(AMS_FULL, h) != 0u;
+        }
+        if (hit) {
+            if (lane == 0) {
+                flag[o] = 1;
+                atomicAdd(newly, 1ULL);
+            }
+            for (gc_i64 i = lane; i < len; i += 32) {
+                gc_i64 p = sp + i;
+                if (p >= l) p -= l;
+                atomicSub(&cnt[seg[p]], 1);
+            }
+        }
+        __syncwarp();
+    }
+}
+
+// Trim, step 1: the dropped sets (global index in [theta_keep, theta)) that are unflagged leave cnt.
+extern "C" __global__ void amcss_trim_sets(int S, gc_i64 L, gc_i64 l, const int* __restrict__ mrr,
+                                           const gc_i64* __restrict__ offset, const unsigned char* __restrict__ flag,
+                                           const gc_i64* __restrict__ count, gc_i64 theta_keep, gc_i64 theta,
+                                           int* __restrict__ cnt) {
+    const int lane = threadIdx.x & 31;
+    const gc_i64 nwarps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
+    for (gc_i64 gi = theta_keep + (((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5); gi < theta; gi += nwarps) {
+        const gc_i64 s = gi % S, r = gi / S;
+        if (r >= count[s]) continue;
+        const gc_i64 o = s * L + r;
+        if (flag[o]) continue;
+        const gc_i64 start = offset[o], len = offset[o + 1] - start;
+        const gc_i64 sp = start % l;
+        const int* seg = mrr + s * l;
+        for (gc_i64 i = lane; i < len; i += 32) {
+            gc_i64 p = sp + i;
+            if (p >= l) p -= l;
+            atomicSub(&cnt[seg[p]], 1);
+        }
+    }
+}
+
+// Trim, step 2: segment s keeps theta_keep / S + (s < theta_keep % S) sets.
+extern "C" __global__ void amcss_trim_segments(int S, gc_i64 L, const gc_i64* __restrict__ offset,
+                                               gc_i64* __restrict__ count, gc_i64* __restrict__ hi,
+                                               gc_i64 theta_keep) {
+    for (gc_i64 s = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; s < S; s += (gc_i64)gridDim.x * blockDim.x) {
+        const gc_i64 keep = theta_keep / S + ((theta_keep % S) > s ? 1 : 0);
+        if (keep < count[s]) {
+            count[s] = keep;
+            hi[s] = offset[s * L + keep];
+        }
+    }
+}
+
+// Per segment: number of flagged sets among its count[s] slots (polluted[s]) and its entries (entries[s]).
+extern "C" __global__ void amcss_segment_stats(int S, gc_i64 L, const gc_i64* __restrict__ offset,
+                                               const unsigned char* __restrict__ flag,
+                                               const gc_i64* __restrict__ count, int* __restrict__ polluted,
+                                               gc_i64* __restrict__ entries) {
+    for (gc_i64 s = blockIdx.x; s < S; s += gridDim.x) {
+        const gc_i64 r = count[s];
+        int c = 0;
+        for (gc_i64 i = threadIdx.x; i < r; i += blockDim.x) c += flag[s * L + i] != 0 ? 1 : 0;
+        for (int off = 16; off > 0; off >>= 1) c += __shfl_sync(AMS_FULL, c, (threadIdx.x & 31) ^ off);
+        if (threadIdx.x == 0) {
+            polluted[s] = c;
+            entries[s] = offset[s * L + r] - offset[s * L];
+        }
+        __syncwarp();
+    }
+}
