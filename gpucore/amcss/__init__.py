@@ -37,8 +37,11 @@ theta_0) and ``update(k_i, i, min_keep=theta_0)`` (MERIT, when sets exist; it ma
 newest sets to stay within the memory budget), or ``clear()`` (regenerating baselines);
 ``generate(theta, k_i, i)`` while theta grows; ``select(b, last_discover)`` -> (seeds, Lambda);
 ``commit()`` (cnt <- cnt'); ``diffuse(seeds)`` -> newly active ids; ``discover_active()`` (MERIT).
-Inspection: ``collection_sets()``, ``coverage()``, ``active_mask()``, ``n_residual``, ``theta``.
+Inspection: ``collection_sets()``, ``coverage()``, ``active_mask()``, ``n_residual``, ``theta``;
+test hooks ``mark_active(nodes)``, ``flags()``. Per-node state: ``cnt``, ``cnt'`` int32 [n],
+``active`` uint8 [n], ``residual`` int32 ascending ids of V_i, LT accumulated weights int64 [n].
 Invariant between calls: ``cnt[v]`` = number of sets with flag 0 that contain v.
+Select: argmax of ``float64(cnt'[v]) / float64(cost[v])`` (cost float32), ties to the lowest id.
 
 Keys: what makes two backends produce the same collection
 ---------------------------------------------------------
