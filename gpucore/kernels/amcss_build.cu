@@ -2,13 +2,14 @@
 // of gpucore/amcss/layout.py; twins of kernels_cpu.generate_kernel / update_kernel (same slot order,
 // same guards, same resumable state), the set construction is am_build_set (amcss_common.cuh).
 //
-// Generate: block b owns segment b (grid = S), grows it to its share of theta_new sets
-//   (theta_new / S + (s < theta_new % S)); set of global index g = r * S + s gets id
-//   id_base + g - theta_prev. A set that would pass the guard (offset[first] + l) stops the segment
-//   (status NEED_SPACE, nothing of that set kept); the host enlarges l and relaunches.
-// Update: block b of a launch updates segment seg_list[b] (the beta groups of the host); the sets of
-//   the segment are rewritten in slot order after its tail, circularly, as on the CPU; a guard hit
-//   saves the state in upd[s] (slot, write position, source start/end/nroots) and lo/hi.
+// Generate: block b takes segments b, b + grid, ... (grid <= number of bitmaps) and grows each to its
+//   share of theta_new sets (theta_new / S + (s < theta_new % S)); the set of global index
+//   g = r * S + s gets id id_base + g - theta_prev. A set that would pass the guard (offset[first] + l)
+//   stops the segment (status NEED_SPACE, nothing of that set kept); the host enlarges l, relaunches.
+// Update: block b of a launch updates segments seg_list[b], seg_list[b + grid], ... (one beta group
+//   of the host, 32 * beta threads per block); the sets of a segment are rewritten in slot order
+//   after its tail, circularly, as on the CPU; a guard hit saves the state in upd[s] (slot, write
+//   position, source start/end/nroots) and lo/hi, and the host resumes after enlarging l.
 // Bitmaps: block b uses bitmaps[b * bm_words .. (b + 1) * bm_words) (zero on entry and on exit).
 #include "amcss_common.cuh"
 
@@ -25,8 +26,6 @@ extern "C" __global__ void amcss_generate(
         if (threadIdx.x == 0) atomicAdd(&errors[AM_ERR_BLOCK], 1);
         return;
     }
-    const int s = (int)blockIdx.x;
-    if (s >= S) return;
     am_graph g;
     g.in_indptr = in_indptr;
     g.in_src = in_src;
@@ -39,40 +38,43 @@ extern "C" __global__ void amcss_generate(
     g.is_lt = is_lt;
     g.errors = errors;
     unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * bm_words;
-    const gc_i64 ob = (gc_i64)s * L;
-    int* seg = mrr + (gc_i64)s * l;
-    gc_i64 r1 = count[s];
-    const gc_i64 r2 = theta_new / S + ((theta_new % S) > (gc_i64)s ? 1 : 0);
-    gc_i64 bw = offset[ob + r1];
-    const gc_i64 guard = offset[ob] + l;
-    bool failed = false;
-    while (r1 < r2) {
-        const gc_i64 gi = r1 * S + s;
-        const gc_i64 j = id_base + (gi - theta_prev);
-        const gc_i64 target = am_root_count(seed, j, k, n_res);
-        am_build_set(AM_MODE_FRESH, seg, l, bw, guard, 0, 0, 0, j, target, seed, rnd, g, bm, bm_words, cnt, &sh);
-        const int st = sh.st;
-        const gc_i64 end = sh.end;
+    for (int s = (int)blockIdx.x; s < S; s += (int)gridDim.x) {
+        const gc_i64 ob = (gc_i64)s * L;
+        int* seg = mrr + (gc_i64)s * l;
+        gc_i64 r1 = count[s];
+        const gc_i64 r2 = theta_new / S + ((theta_new % S) > (gc_i64)s ? 1 : 0);
+        gc_i64 bw = offset[ob + r1];
+        const gc_i64 guard = offset[ob] + l;
+        bool failed = false;
+        while (r1 < r2) {
+            const gc_i64 gi = r1 * S + s;
+            const gc_i64 j = id_base + (gi - theta_prev);
+            const gc_i64 target = am_root_count(seed, j, k, n_res);
+            am_build_set(AM_MODE_FRESH, seg, l, bw, guard, 0, 0, 0, j, target, seed, rnd, g, bm, bm_words, cnt, &sh);
+            const int st = sh.st;
+            const gc_i64 end = sh.end;
+            __syncthreads();
+            if (st) {
+                failed = true;
+                break;
+            }
+            if (threadIdx.x == 0) {
+                set_id[ob + r1] = j;
+                nroots[ob + r1] = (int)target;
+                flag[ob + r1] = 0;
+                offset[ob + r1 + 1] = end;
+            }
+            r1 += 1;
+            bw = end;
+        }
         __syncthreads();
-        if (st) {
-            failed = true;
-            break;
-        }
         if (threadIdx.x == 0) {
-            set_id[ob + r1] = j;
-            nroots[ob + r1] = (int)target;
-            flag[ob + r1] = 0;
-            offset[ob + r1 + 1] = end;
+            status[s] = failed ? AM_ST_NEED_SPACE : AM_ST_DONE;
+            count[s] = r1;
+            lo[s] = offset[ob];
+            hi[s] = bw;
         }
-        r1 += 1;
-        bw = end;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        status[s] = failed ? AM_ST_NEED_SPACE : AM_ST_DONE;
-        count[s] = r1;
-        lo[s] = offset[ob];
-        hi[s] = bw;
+        __syncthreads();
     }
 }
 
@@ -96,36 +98,13 @@ extern "C" __global__ void amcss_update_init(int S, gc_i64 L, const gc_i64* __re
     }
 }
 
-extern "C" __global__ void amcss_update(
-    const int* __restrict__ seg_list, int S, gc_i64 L, gc_i64 l, int* __restrict__ mrr, gc_i64* __restrict__ offset,
-    int* __restrict__ nroots, gc_i64* __restrict__ set_id, unsigned char* __restrict__ flag,
-    gc_i64* __restrict__ count, gc_i64* __restrict__ lo, gc_i64* __restrict__ hi, signed char* __restrict__ status,
-    gc_i64* __restrict__ upd, double k, gc_u64 seed, gc_i64 rnd, int is_lt, const gc_i64* __restrict__ in_indptr,
-    const int* __restrict__ in_src, const int* __restrict__ in_eid, const float* __restrict__ in_w,
-    const gc_i64* __restrict__ lt_cum, const unsigned char* __restrict__ active, const int* __restrict__ residual,
-    gc_i64 n_res, unsigned int* __restrict__ bitmaps, gc_i64 bm_words, int* __restrict__ cnt,
-    int* __restrict__ errors) {
-    __shared__ am_shared sh;
-    if ((blockDim.x & 31) != 0 || blockDim.x > AM_MAX_THREADS) {
-        if (threadIdx.x == 0) atomicAdd(&errors[AM_ERR_BLOCK], 1);
-        return;
-    }
-    const int s = seg_list[blockIdx.x];
-    if (s < 0 || s >= S) return;
-    const int st0 = status[s];
-    if (st0 != AM_ST_PENDING && st0 != AM_ST_NEED_SPACE) return;
-    am_graph g;
-    g.in_indptr = in_indptr;
-    g.in_src = in_src;
-    g.in_eid = in_eid;
-    g.in_w = in_w;
-    g.lt_cum = lt_cum;
-    g.active = active;
-    g.residual = residual;
-    g.n_res = n_res;
-    g.is_lt = is_lt;
-    g.errors = errors;
-    unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * bm_words;
+// Update the segments seg_list[0 .. nseg) that are pending (block b takes entries b, b + grid, ...).
+__device__ void am_update_segment(int s, gc_i64 L, gc_i64 l, int* __restrict__ mrr, gc_i64* __restrict__ offset,
+                                  int* __restrict__ nroots, const gc_i64* __restrict__ set_id,
+                                  unsigned char* __restrict__ flag, const gc_i64* __restrict__ count,
+                                  gc_i64* __restrict__ lo, gc_i64* __restrict__ hi, signed char* __restrict__ status,
+                                  gc_i64* __restrict__ upd, double k, gc_u64 seed, gc_i64 rnd, const am_graph& g,
+                                  unsigned int* bm, gc_i64 bm_words, int* __restrict__ cnt, am_shared* sh) {
     const gc_i64 ob = (gc_i64)s * L;
     int* seg = mrr + (gc_i64)s * l;
     const gc_i64 r = count[s];
@@ -145,12 +124,12 @@ extern "C" __global__ void amcss_update(
             guard = offset[ob] + l;
         else
             guard = bw + l;
-        const gc_i64 target = am_root_count(seed, j, k, n_res);
+        const gc_i64 target = am_root_count(seed, j, k, g.n_res);
         const int mode = flag[ob + t] != 0 ? AM_MODE_POLLUTED : AM_MODE_CLEAN;
         am_build_set(mode, seg, l, bw, guard, src_start, src_end, src_nr, j, target, seed, rnd, g, bm, bm_words, cnt,
-                     &sh);
-        const int st = sh.st;
-        const gc_i64 end = sh.end, ms = sh.ms, me = sh.me, mn = sh.mn;
+                     sh);
+        const int st = sh->st;
+        const gc_i64 end = sh->end, ms = sh->ms, me = sh->me, mn = sh->mn;
         __syncthreads();
         if (st) {
             if (ms >= 0) {
@@ -200,6 +179,43 @@ extern "C" __global__ void amcss_update(
         lo[s] = offset[ob];
         hi[s] = bw;
         status[s] = AM_ST_DONE;
+    }
+    __syncthreads();
+}
+
+extern "C" __global__ void amcss_update(
+    const int* __restrict__ seg_list, int nseg, int S, gc_i64 L, gc_i64 l, int* __restrict__ mrr,
+    gc_i64* __restrict__ offset, int* __restrict__ nroots, gc_i64* __restrict__ set_id,
+    unsigned char* __restrict__ flag, gc_i64* __restrict__ count, gc_i64* __restrict__ lo, gc_i64* __restrict__ hi,
+    signed char* __restrict__ status, gc_i64* __restrict__ upd, double k, gc_u64 seed, gc_i64 rnd, int is_lt,
+    const gc_i64* __restrict__ in_indptr, const int* __restrict__ in_src, const int* __restrict__ in_eid,
+    const float* __restrict__ in_w, const gc_i64* __restrict__ lt_cum, const unsigned char* __restrict__ active,
+    const int* __restrict__ residual, gc_i64 n_res, unsigned int* __restrict__ bitmaps, gc_i64 bm_words,
+    int* __restrict__ cnt, int* __restrict__ errors) {
+    __shared__ am_shared sh;
+    if ((blockDim.x & 31) != 0 || blockDim.x > AM_MAX_THREADS) {
+        if (threadIdx.x == 0) atomicAdd(&errors[AM_ERR_BLOCK], 1);
+        return;
+    }
+    am_graph g;
+    g.in_indptr = in_indptr;
+    g.in_src = in_src;
+    g.in_eid = in_eid;
+    g.in_w = in_w;
+    g.lt_cum = lt_cum;
+    g.active = active;
+    g.residual = residual;
+    g.n_res = n_res;
+    g.is_lt = is_lt;
+    g.errors = errors;
+    unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * bm_words;
+    for (int i = (int)blockIdx.x; i < nseg; i += (int)gridDim.x) {
+        const int s = seg_list[i];
+        if (s < 0 || s >= S) continue;
+        const int st0 = status[s];
+        if (st0 != AM_ST_PENDING && st0 != AM_ST_NEED_SPACE) continue;
+        am_update_segment(s, L, l, mrr, offset, nroots, set_id, flag, count, lo, hi, status, upd, k, seed, rnd, g, bm,
+                          bm_words, cnt, &sh);
     }
 }
 
