@@ -19,7 +19,6 @@ MODULES = ("im_sample", "im_greedy")
 
 available = _emu.available
 kernel_names = _emu.kernel_names
-EmulatedKernel = _emu.Kernel
 
 
 def emulated_engine(graph, model: str, rounds: int = 1, seed: int = 0, *, sms: int = 1, blocks_per_sm: int = 3,

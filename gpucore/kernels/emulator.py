@@ -635,7 +635,12 @@ def _compile(paths: tuple[Path, ...], defines: tuple[tuple[str, str], ...], prel
             raise EmulatorError(f"emulator build of {', '.join(p.name for p in paths)} failed: "
                                 f"{proc.stderr.strip()[:4000]}")
         tmp.replace(lib_path)
-    return Library(ctypes.CDLL(str(lib_path)), tuple(names), paths, lib_path)
+    if lib_path not in _LOADED:  # one Library (and lock) per loaded file: its state is global
+        _LOADED[lib_path] = Library(ctypes.CDLL(str(lib_path)), tuple(names), paths, lib_path)
+    return _LOADED[lib_path]
+
+
+_LOADED: dict[Path, Library] = {}
 
 
 def load_module(name: str, defines: tuple[tuple[str, str], ...] = ()) -> Library:
