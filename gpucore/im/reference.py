@@ -3,8 +3,8 @@
 Spreads are averages over a fixed sample of ``worlds`` hash-defined diffusion worlds (common random
 numbers: every candidate is scored on the same worlds), so the estimated spread is a monotone
 submodular function and CELF's lazy evaluation returns exactly the plain greedy on it. Worlds
-follow ``gpucore.random.worlds``: IC arc e live iff ``ic_live(w, e, p_e)``; LT node v active once
-the fixed-point weights of its active in-arcs sum above ``lt_threshold(w, v)``. World r of the
+follow ``gpucore.random.worlds`` and are simulated by the oracle's CPU code (the reference is a
+different *algorithm*, greedy on Monte-Carlo estimates, checked against IMM). World r of the
 sample is ``mix(seed, ORACLE, 1 << 32 | r)`` (disjoint from the oracle's own run seeds).
 
 Only for small graphs: the first CELF pass simulates every node on every world.
@@ -17,65 +17,36 @@ import heapq
 import numpy as np
 from numba import njit, prange
 
+from gpucore.oracle.cpu import _ic_range, _lt_range
 from gpucore.random import Stream, mix3
-from gpucore.random.worlds import ic_live, lt_fixed_weight, lt_threshold
-
-
-@njit(cache=True)
-def _simulate(out_indptr, out_dst, prob, qfix, lt, seeds, ws, active, acc, queue):
-    """Activated count of ``seeds`` in world ``ws`` (arrays are scratch, returned cleared)."""
-    head = 0
-    tail = 0
-    for s in seeds:
-        if not active[s]:
-            active[s] = 1
-            queue[tail] = s
-            tail += 1
-    while head < tail:
-        u = queue[head]
-        head += 1
-        for e in range(out_indptr[u], out_indptr[u + 1]):
-            v = out_dst[e]
-            if active[v]:
-                continue
-            if lt:
-                acc[v] += qfix[e]
-                if acc[v] > lt_threshold(ws, np.uint64(v)):
-                    active[v] = 1
-                    queue[tail] = v
-                    tail += 1
-            elif ic_live(ws, np.uint64(e), prob[e]):
-                active[v] = 1
-                queue[tail] = v
-                tail += 1
-    for i in range(tail):
-        u = queue[i]
-        active[u] = 0
-        if lt:
-            for e in range(out_indptr[u], out_indptr[u + 1]):
-                acc[out_dst[e]] = 0
-    return tail
 
 
 @njit(parallel=True, cache=True)
-def _mean_spreads(out_indptr, out_dst, prob, qfix, lt, base, candidates, worlds):
-    """Mean spread of base + {c} over the worlds, for every candidate c (-1: base alone)."""
+def _mean_spreads(out_indptr, out_dst, weights, lt, base, candidates, worlds):
+    """Mean spread of base + {c} over the worlds, for every candidate c (-1: base alone).
+
+    The diffusion of one world is the oracle's (``gpucore.oracle.cpu``), run per candidate.
+    """
     n = out_indptr.shape[0] - 1
+    runs = worlds.shape[0]
     out = np.zeros(candidates.shape[0], dtype=np.float64)
     for ci in prange(candidates.shape[0]):
         active = np.zeros(n, dtype=np.uint8)
-        acc = np.zeros(n, dtype=np.int64)
-        queue = np.empty(n, dtype=np.int64)
+        queue = np.empty(n, dtype=np.int32)
+        counts = np.empty(runs, dtype=np.int64)
         seeds = np.empty(base.shape[0] + 1, dtype=np.int64)
         seeds[: base.shape[0]] = base
         m = base.shape[0]
         if candidates[ci] >= 0:
             seeds[m] = candidates[ci]
             m += 1
-        total = 0
-        for r in range(worlds.shape[0]):
-            total += _simulate(out_indptr, out_dst, prob, qfix, lt, seeds[:m], worlds[r], active, acc, queue)
-        out[ci] = total / worlds.shape[0]
+        if lt:
+            acc = np.zeros(n, dtype=np.int64)
+            touched = np.empty(n, dtype=np.int32)
+            _lt_range(out_indptr, weights, out_dst, seeds[:m], worlds, active, acc, queue, touched, counts, 0, runs)
+        else:
+            _ic_range(out_indptr, out_dst, weights, seeds[:m], worlds, active, queue, counts, 0, runs)
+        out[ci] = counts.sum() / runs
     return out
 
 
@@ -89,10 +60,8 @@ def celf(graph, k: int, model: str = "IC", worlds: int = 200, seed: int = 0) -> 
     model = model.upper()
     _in_w, out_w = graph.edge_probabilities(model)
     out_w = np.ascontiguousarray(out_w, dtype=np.float32)
-    qfix = np.array([lt_fixed_weight(w) for w in out_w], dtype=np.int64) if model == "LT" else np.zeros(1, np.int64)
-    lt = model == "LT"
     ws = world_sample(seed, worlds)
-    args = (np.asarray(graph.out_indptr, dtype=np.int64), np.asarray(graph.out_dst, dtype=np.int64), out_w, qfix, lt)
+    args = (np.asarray(graph.out_indptr, dtype=np.int64), np.asarray(graph.out_dst), out_w, model == "LT")
     first = _mean_spreads(*args, np.zeros(0, np.int64), np.arange(graph.n, dtype=np.int64), ws)
     heap = [(-g, v, 0) for v, g in enumerate(first)]  # (-gain, node, round the gain was computed for)
     heapq.heapify(heap)
