@@ -16,29 +16,12 @@
 //
 // Work split: oracle_ic_expand_light gives each entry `group` lanes (striding over its out-arcs);
 // entries of out-degree > light_max are deferred to oracle_ic_expand_heavy (one block per entry).
-// No kernel uses __syncthreads or shared memory, and warp intrinsics only in oic_reserve (whose
+// No kernel uses __syncthreads or shared memory, and warp intrinsics only in oracle_reserve (whose
 // non-GPU branch is a plain atomicAdd): every thread works alone, so any interleaving of threads
 // (including the sequential one of gpucore/oracle/emulator.py) is valid.
 #include "gc_random.cuh"
+#include "oracle_queue.cuh"
 
-// One slot of a queue whose length counter every thread shares. On the GPU the lanes of a warp
-// that push together take consecutive slots with a single atomicAdd (warp-aggregated: a level
-// pushes millions of entries onto one counter). Elsewhere (the sequential emulator) one atomicAdd.
-__device__ __forceinline__ gc_u64 oic_reserve(gc_u64* counter) {
-#ifdef __CUDA_ARCH__
-    const unsigned active = __activemask();
-    const unsigned peers = __match_any_sync(active, (unsigned long long)counter);  // lanes on this counter
-    unsigned lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-    const int leader = __ffs((int)peers) - 1;
-    gc_u64 base = 0ULL;
-    if ((int)lane == leader) base = atomicAdd(counter, (gc_u64)__popc(peers));
-    base = __shfl_sync(active, base, leader);
-    return base + (gc_u64)__popc(peers & ((1u << lane) - 1u));
-#else
-    return atomicAdd(counter, 1ULL);
-#endif
-}
 
 // uniform(h) < p  <=>  (h >> 11) * 2^-53 < p  <=>  (h >> 11) < ceil(p * 2^53): both sides are exact
 // in double (h >> 11 < 2^53, p a float32), so this integer test is gc_bernoulli(h, p) bit for bit.
@@ -70,7 +53,7 @@ __device__ __forceinline__ void oic_scan(gc_i64 first, gc_i64 end, gc_i64 step, 
         const gc_u64 claimed = live & ~atomicOr(&visited[y], live);  // bits this thread activated
         if (claimed == 0ULL) continue;
         if (atomicOr(&next_mask[y], claimed) == 0ULL) {  // first claim of y at this level: enqueue once
-            queue_out[oic_reserve(cnt_out)] = y;
+            queue_out[oracle_reserve(cnt_out)] = y;
         }
     }
 }
@@ -94,7 +77,7 @@ extern "C" __global__ void oracle_ic_expand_light(const gc_i64* __restrict__ out
         const gc_i64 begin = out_indptr[u];
         const gc_i64 end = out_indptr[u + 1];
         if (end - begin > light_max) {
-            if (lane == 0) heavy_queue[oic_reserve(heavy_cnt)] = x;
+            if (lane == 0) heavy_queue[oracle_reserve(heavy_cnt)] = x;
             continue;
         }
         oic_scan(begin + lane, end, (gc_i64)group, w * (gc_u64)n, cur_mask[x], h1 + 64 * w, out_dst, out_prob,

@@ -10,27 +10,10 @@
 //
 // Queues hold entries x (uint64); each x is enqueued at most once overall. Counters live in device
 // memory, one per level (see oracle_ic.cu). Entries of out-degree > light_max go to the heavy kernel
-// (one block per entry). No __syncthreads or shared memory; warp intrinsics only in olt_reserve.
+// (one block per entry). No __syncthreads or shared memory; warp intrinsics only in oracle_reserve.
 #include "gc_random.cuh"
+#include "oracle_queue.cuh"
 
-// One slot of a queue whose length counter every thread shares. On the GPU the lanes of a warp
-// that push together take consecutive slots with a single atomicAdd (warp-aggregated: a level
-// pushes millions of entries onto one counter). Elsewhere (the sequential emulator) one atomicAdd.
-__device__ __forceinline__ gc_u64 olt_reserve(gc_u64* counter) {
-#ifdef __CUDA_ARCH__
-    const unsigned active = __activemask();
-    const unsigned peers = __match_any_sync(active, (unsigned long long)counter);  // lanes on this counter
-    unsigned lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-    const int leader = __ffs((int)peers) - 1;
-    gc_u64 base = 0ULL;
-    if ((int)lane == leader) base = atomicAdd(counter, (gc_u64)__popc(peers));
-    base = __shfl_sync(active, base, leader);
-    return base + (gc_u64)__popc(peers & ((1u << lane) - 1u));
-#else
-    return atomicAdd(counter, 1ULL);
-#endif
-}
 
 __device__ __forceinline__ void olt_scan(gc_i64 first, gc_i64 end, gc_i64 step, gc_u64 base, gc_u64 h1s,
                                          const int* __restrict__ out_dst, const float* __restrict__ out_weight,
@@ -45,7 +28,7 @@ __device__ __forceinline__ void olt_scan(gc_i64 first, gc_i64 end, gc_i64 step, 
         const gc_i64 threshold = (gc_i64)(gc_step(h1s, (gc_u64)v) >> (64 - GC_LT_FIXED_BITS));
         if (before <= threshold && before + q > threshold) {  // the unique crossing addition
             active[y] = 1;
-            queue_out[olt_reserve(cnt_out)] = y;
+            queue_out[oracle_reserve(cnt_out)] = y;
         }
     }
 }
@@ -68,7 +51,7 @@ extern "C" __global__ void oracle_lt_expand_light(const gc_i64* __restrict__ out
         const gc_i64 begin = out_indptr[u];
         const gc_i64 end = out_indptr[u + 1];
         if (end - begin > light_max) {
-            if (lane == 0) heavy_queue[olt_reserve(heavy_cnt)] = x;
+            if (lane == 0) heavy_queue[oracle_reserve(heavy_cnt)] = x;
             continue;
         }
         olt_scan(begin + lane, end, (gc_i64)group, s * (gc_u64)n, h1[s], out_dst, out_weight, acc, active, queue_out,
