@@ -67,8 +67,10 @@ def validate(graph: Graph, model: str, eta, batch, eps, realizations) -> None:
 
 
 def make_primitives(graph: Graph, model: str, backend: str = "cpu", threads: int | None = None,
-                    memory_budget: int | None = None, segments: int | None = None) -> Primitives:
-    """The backend's primitives for (graph, model) under a memory budget (bytes; default from RAM)."""
+                    memory_budget: int | None = None, segments: int | None = None,
+                    beta: int | None = None) -> Primitives:
+    """The backend's primitives for (graph, model) under a memory budget (bytes; default from RAM).
+    ``beta``: the CUDA backend's Update load-balancing groups (default 8 IC / 2 LT); the CPU ignores it."""
     be = get_backend(backend)
     if backend == "auto" and be.is_cuda:
         try:
@@ -82,7 +84,8 @@ def make_primitives(graph: Graph, model: str, backend: str = "cpu", threads: int
         raise GpucoreError(f"--memory-budget {memory_budget}: must be positive")
     budget = MemoryBudget(memory_budget, what=f"amcss on {graph.path}")
     cls = load_primitives(be.name)
-    return cls(graph, model, budget=budget, threads=threads, segments=segments)
+    extra = {"beta": beta} if be.name == "cuda" else {}
+    return cls(graph, model, budget=budget, threads=threads, segments=segments, **extra)
 
 
 def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch: int, eps: float,
@@ -204,12 +207,12 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
               realizations: int = 1, seed: int = 0, update: bool = True, threads: int | None = None,
               backend: str = "cpu", memory_budget: int | None = None, segments: int | None = None,
               primitives: Primitives | None = None, first_realization: int = 0, on_round=None,
-              shrink: bool = True) -> dict:
+              shrink: bool = True, beta: int | None = None) -> dict:
     """Run AMCSS (MERIT with ``update=True``; PASTI / ASTI (threads=1) / GAMCSS (cuda) without)."""
     validate(graph, model, eta, batch, eps, realizations)
     eta, batch, eps, realizations = int(eta), int(batch), float(eps), int(realizations)
     t0 = time.perf_counter()
-    prims = primitives or make_primitives(graph, model, backend, threads, memory_budget, segments)
+    prims = primitives or make_primitives(graph, model, backend, threads, memory_budget, segments, beta)
     setup = time.perf_counter() - t0
     be = get_backend(prims.name)
     out_real = []
@@ -263,4 +266,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
             "max_theta": int(max(rd["theta"] for r in out_real for rd in r["rounds"])),
         },
     }
+    if hasattr(prims, "device_memory"):  # CUDA backend: beta, segments, peak device memory
+        result["device_memory"] = prims.device_memory()
+        result["beta"] = getattr(prims, "beta", None)
     return result

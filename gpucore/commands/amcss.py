@@ -45,6 +45,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--memory-budget", default=None,
                         help="bytes the mRR-set collection and scratch may use, e.g. 8GiB (default 80%% of free memory)")
     parser.add_argument("--segments", type=int, default=None, help="segments of the collection (default 8 x threads)")
+    parser.add_argument("--beta", type=int, default=None,
+                        help="CUDA backend: Update load-balancing groups, 32 x beta threads per block "
+                             "(1..16; default 8 for IC, 2 for LT; the CPU ignores it)")
     parser.add_argument("-o", "--output", default=None, help="result JSON (default: print it)")
 
 
@@ -61,7 +64,7 @@ def run(args) -> int:
     result = run_amcss(
         graph, model=model, eta=args.eta, batch=args.batch, eps=args.eps, realizations=args.realizations,
         seed=args.seed, update=args.update, threads=args.threads, backend=args.backend,
-        memory_budget=budget, segments=args.segments, shrink=args.shrink,
+        memory_budget=budget, segments=args.segments, shrink=args.shrink, beta=args.beta,
     )
     if args.output:
         emit_json(result, args.output)
