@@ -196,7 +196,8 @@ class CudaPrimitives(Primitives):
         self.world_seed = np.uint64(0)
         self.seed = np.uint64(0)
         self.k_last = 1.0
-        self.stats = {"relayouts": 0, "update_launches": 0, "generate_launches": 0}
+        self.stats = {"relayouts": 0, "update_launches": 0, "generate_launches": 0, "generate_overflows": 0,
+                      "update_overflows": 0}
         #: size the segments ahead of Generate/Update from the measured set sizes (tests turn it off
         #: to exercise the overflow -> grow -> resume path)
         self.preplan = True
@@ -275,8 +276,6 @@ class CudaPrimitives(Primitives):
         self._empty()
         self.coll.next_id = 0
         self.k_last = 1.0
-        if self.backend.is_cuda:
-            self._peak = int(self.xp.get_default_memory_pool().used_bytes())
 
     @property
     def n_residual(self) -> int:
@@ -292,7 +291,7 @@ class CudaPrimitives(Primitives):
         current = old.nbytes if old is not None else 0
         self.budget.check_collection(current, collection_bytes(S, l, L), f"an mRR-set collection of {S} x {l:,} entries")
         what = f"mRR-set collection ({S} segments x {l:,} entries, {L:,} slots)"
-        return Collection(
+        coll = Collection(
             S=S, L=L, l=l,
             mrr=be.empty((S * l,), np.int32, what=what),
             offset=be.zeros((S * L,), np.int64, what=what),
@@ -305,6 +304,8 @@ class CudaPrimitives(Primitives):
             status=be.zeros((S,), np.int8, what=what),
             upd=be.zeros((S * 5,), np.int64, what=what),
         )
+        self._sample_peak()  # while the old collection (if any) is still held: the relayout peak
+        return coll
 
     def _empty(self) -> None:
         c = self.coll
@@ -347,7 +348,6 @@ class CudaPrimitives(Primitives):
         new.theta, new.next_id, new.entries, new.stats = old.theta, old.next_id, old.entries, old.stats
         self.coll = new
         del old
-        self._sample_peak()
 
     def _ensure_slots(self, theta: int) -> None:
         need = -(-theta // self.S) + 1
@@ -425,6 +425,7 @@ class CudaPrimitives(Primitives):
             self._check()
             if not self._need_space():
                 break
+            self.stats["generate_overflows"] += 1
             done = int(self._host(c.count).sum())
             have = self._total_entries()
             per_set = have / max(1, done)
@@ -507,6 +508,7 @@ class CudaPrimitives(Primitives):
             self._check()
             if not self._need_space():
                 break
+            self.stats["update_overflows"] += 1
             self._grow_after_overflow(self.coll.entries * growth * 1.5)
         c = self.coll
         c.entries = self._total_entries()
