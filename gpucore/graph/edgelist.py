@@ -79,6 +79,20 @@ def _count_newlines_parallel(buf, starts, ends, counts):
         counts[t] = c
 
 
+@njit(inline="always", cache=True)
+def _parse_id(buf, i, end):
+    """A non-negative decimal id of 1..18 digits at buf[i:]: (value, next position); value -1 if none."""
+    value = 0
+    digits = 0
+    while i < end and buf[i] >= 48 and buf[i] <= 57:
+        value = value * 10 + (buf[i] - 48)
+        digits += 1
+        i += 1
+    if digits == 0 or digits > 18:
+        return -1, i
+    return value, i
+
+
 @njit(cache=True)
 def _parse_range(buf, start, end, src, dst, out):
     """Parse lines in buf[start:end]; write edges from index ``out``.
@@ -108,26 +122,13 @@ def _parse_range(buf, start, end, src, dst, out):
                 i += 1
             i += 1
             continue
-        # first id
-        a = 0
-        digits = 0
-        while i < end and buf[i] >= 48 and buf[i] <= 57:
-            a = a * 10 + (buf[i] - 48)
-            digits += 1
-            i += 1
-        if digits == 0 or digits > 18:
-            return k, line_start
-        if i >= end or not (buf[i] == _SP or buf[i] == _TAB):
+        a, i = _parse_id(buf, i, end)
+        if a < 0 or i >= end or not (buf[i] == _SP or buf[i] == _TAB):
             return k, line_start
         while i < end and (buf[i] == _SP or buf[i] == _TAB):
             i += 1
-        b = 0
-        digits = 0
-        while i < end and buf[i] >= 48 and buf[i] <= 57:
-            b = b * 10 + (buf[i] - 48)
-            digits += 1
-            i += 1
-        if digits == 0 or digits > 18:
+        b, i = _parse_id(buf, i, end)
+        if b < 0:
             return k, line_start
         if i < end:
             c = buf[i]

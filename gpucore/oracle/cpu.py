@@ -42,6 +42,18 @@ def first_links(worlds):
     return out
 
 
+@njit(inline="always", cache=True)
+def _activate_seeds(seeds, active, queue, tail):
+    """Mark the seeds that are not yet active and append them to ``queue``; returns the new tail."""
+    for i in range(seeds.shape[0]):
+        s = seeds[i]
+        if active[s] == 0:
+            active[s] = 1
+            queue[tail] = s
+            tail += 1
+    return tail
+
+
 @njit(cache=True)
 def _ic_world(out_indptr, out_dst, out_prob, world, seeds, active, queue, tail):
     """Activate ``seeds`` (those not yet active) and everything they reach over live IC arcs.
@@ -52,12 +64,7 @@ def _ic_world(out_indptr, out_dst, out_prob, world, seeds, active, queue, tail):
     """
     w = np.uint64(world)
     head = tail
-    for i in range(seeds.shape[0]):
-        s = seeds[i]
-        if active[s] == 0:
-            active[s] = 1
-            queue[tail] = s
-            tail += 1
+    tail = _activate_seeds(seeds, active, queue, tail)
     while head < tail:
         u = queue[head]
         head += 1
@@ -80,12 +87,7 @@ def _lt_world(out_indptr, out_weight, out_dst, world, seeds, active, acc, queue,
     """
     w = np.uint64(world)
     head = tail
-    for i in range(seeds.shape[0]):
-        s = seeds[i]
-        if active[s] == 0:
-            active[s] = 1
-            queue[tail] = s
-            tail += 1
+    tail = _activate_seeds(seeds, active, queue, tail)
     while head < tail:
         u = queue[head]
         head += 1
