@@ -13,7 +13,7 @@
 // Bitmaps: block b uses bitmaps[b * bm_words .. (b + 1) * bm_words) (zero on entry and on exit).
 #include "amcss_common.cuh"
 
-extern "C" __global__ void amcss_generate(
+extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_generate(
     int S, gc_i64 L, gc_i64 l, int* __restrict__ mrr, gc_i64* __restrict__ offset, int* __restrict__ nroots,
     gc_i64* __restrict__ set_id, unsigned char* __restrict__ flag, gc_i64* __restrict__ count, gc_i64* __restrict__ lo,
     gc_i64* __restrict__ hi, signed char* __restrict__ status, gc_i64 theta_prev, gc_i64 theta_new, gc_i64 id_base,
@@ -183,7 +183,7 @@ __device__ void am_update_segment(int s, gc_i64 L, gc_i64 l, int* __restrict__ m
     __syncthreads();
 }
 
-extern "C" __global__ void amcss_update(
+extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_update(
     const int* __restrict__ seg_list, int nseg, int S, gc_i64 L, gc_i64 l, int* __restrict__ mrr,
     gc_i64* __restrict__ offset, int* __restrict__ nroots, gc_i64* __restrict__ set_id,
     unsigned char* __restrict__ flag, gc_i64* __restrict__ count, gc_i64* __restrict__ lo, gc_i64* __restrict__ hi,

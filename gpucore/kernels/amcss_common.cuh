@@ -69,9 +69,9 @@ struct am_shared {
     // results of am_build_set
     int st;
     gc_i64 end, ms, me, mn;
-    // root partition scratch
-    gc_i64 pa[AM_MAX_THREADS];
-    gc_i64 pb[AM_MAX_THREADS];
+    // root partition scratch: positions relative to the region start (a set is shorter than 2^31)
+    int pa[AM_MAX_THREADS];
+    int pb[AM_MAX_THREADS];
 };
 
 __device__ __forceinline__ unsigned am_bit(int u) { return 1u << (u & 31); }
@@ -433,19 +433,19 @@ __device__ void am_partition_roots(gc_i64 a, gc_i64 rn, gc_i64 e, int* seg, gc_i
         int tm, tr;
         const int rm = am_block_scan(bad_m, &tm, sh);
         const int rr = am_block_scan(bad_r, &tr, sh);
-        if (bad_m) sh->pa[rm] = xm;
-        if (bad_r) sh->pb[rr] = xr;
+        if (bad_m) sh->pa[rm] = (int)(xm - a);
+        if (bad_r) sh->pb[rr] = (int)(xr - a);
         __syncthreads();
         const int pairs = tm < tr ? tm : tr;
         if ((int)threadIdx.x < pairs) {
-            const gc_i64 i1 = am_wrap(bw_phys + (sh->pa[threadIdx.x] - bw), l);
-            const gc_i64 i2 = am_wrap(bw_phys + (sh->pb[threadIdx.x] - bw), l);
+            const gc_i64 i1 = am_wrap(bw_phys + (a + sh->pa[threadIdx.x] - bw), l);
+            const gc_i64 i2 = am_wrap(bw_phys + (a + sh->pb[threadIdx.x] - bw), l);
             const int v1 = seg[i1];
             seg[i1] = seg[i2];
             seg[i2] = v1;
         }
-        const gc_i64 npm = tm > pairs ? sh->pa[pairs] : pm + B;
-        const gc_i64 npr = tr > pairs ? sh->pb[pairs] : pr + B;
+        const gc_i64 npm = tm > pairs ? a + sh->pa[pairs] : pm + B;
+        const gc_i64 npr = tr > pairs ? a + sh->pb[pairs] : pr + B;
         __syncthreads();
         pm = npm;
         pr = npr;
