@@ -175,7 +175,7 @@ class CudaPrimitives(Primitives):
         self.residual = be.asarray(np.arange(n, dtype=np.int32), what="residual ids")
         self.n_res = n
         self.errors = be.zeros((4,), np.int32, what="error counters")
-        self.counters = be.zeros((2,), np.uint64, what="counters")  # coverage, newly flagged
+        self.counters = be.zeros((4,), np.uint64, what="counters")  # coverage, newly flagged, arcs gen/upd
         self.seeds_d = be.zeros((64,), np.int64, what="seeds")
         self.part_blocks = int(max(1, min(self.sms * 8, (n + REDUCE_THREADS - 1) // REDUCE_THREADS)))
         self.part_r = be.zeros((self.part_blocks,), np.float64, what="argmax partials")
@@ -246,6 +246,11 @@ class CudaPrimitives(Primitives):
             out["peak_human"] = format_bytes(self._peak)
         return out
 
+    def arcs_probed(self) -> dict:
+        """Arcs probed since start() (IC: coins drawn, LT: choices drawn) by Generate and by Update."""
+        c = self._host(self.counters[2:4])
+        return {"generate": int(c[0]), "update": int(c[1])}
+
     def _host(self, arr) -> np.ndarray:
         return self.backend.to_host(arr)
 
@@ -267,6 +272,7 @@ class CudaPrimitives(Primitives):
         self.excluded.fill(0)
         self.bitmaps.fill(0)
         self.errors.fill(0)
+        self.counters.fill(0)
         self.active_h[:] = 0
         self.lt_acc[:] = 0
         self.residual = xp.arange(self.n, dtype=xp.int32)
@@ -419,7 +425,7 @@ class CudaPrimitives(Primitives):
                 (int(min(self.S, self.nbm)),), (32 * warps,),
                 (np.int32(c.S), _i64(c.L), _i64(c.l), *self._collection_args(c), _i64(theta_prev), _i64(theta_new),
                  _i64(id_base), np.float64(k), np.uint64(self.seed), _i64(rnd), *self._graph_args(), self.bitmaps,
-                 _i64(self.bm_words), self.cnt, self.errors),
+                 _i64(self.bm_words), self.cnt, self.errors, self.counters[2:3]),
             )
             self.stats["generate_launches"] += 1
             self._check()
@@ -472,7 +478,7 @@ class CudaPrimitives(Primitives):
                 (int(min(nseg, self.nbm)),), (32 * beta,),
                 (group, np.int32(nseg), np.int32(c.S), _i64(c.L), _i64(c.l), *self._collection_args(c), c.upd,
                  np.float64(k), np.uint64(self.seed), _i64(rnd), *self._graph_args(), self.bitmaps,
-                 _i64(self.bm_words), self.cnt, self.errors),
+                 _i64(self.bm_words), self.cnt, self.errors, self.counters[3:4]),
             )
             self.stats["update_launches"] += 1
 
@@ -532,7 +538,7 @@ class CudaPrimitives(Primitives):
         self.cnt2[...] = self.cnt
         c.flag.fill(0)
         self.seeds_d.fill(-1)
-        self.counters.fill(0)
+        self.counters[0:2].fill(0)
         grid_a = self._grid(self.n_res, REDUCE_THREADS, self.part_blocks)
         grid_d = self._grid(c.theta * 32, REDUCE_THREADS, self.sms * 32)
         for q in range(b):

@@ -20,7 +20,8 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_generate(
     double k, gc_u64 seed, gc_i64 rnd, int is_lt, const gc_i64* __restrict__ in_indptr, const int* __restrict__ in_src,
     const int* __restrict__ in_eid, const float* __restrict__ in_w, const gc_i64* __restrict__ lt_cum,
     const unsigned char* __restrict__ active, const int* __restrict__ residual, gc_i64 n_res,
-    unsigned int* __restrict__ bitmaps, gc_i64 bm_words, int* __restrict__ cnt, int* __restrict__ errors) {
+    unsigned int* __restrict__ bitmaps, gc_i64 bm_words, int* __restrict__ cnt, int* __restrict__ errors,
+    unsigned long long* __restrict__ probes) {
     __shared__ am_shared sh;
     if ((blockDim.x & 31) != 0 || blockDim.x > AM_MAX_THREADS) {
         if (threadIdx.x == 0) atomicAdd(&errors[AM_ERR_BLOCK], 1);
@@ -37,6 +38,7 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_generate(
     g.n_res = n_res;
     g.is_lt = is_lt;
     g.errors = errors;
+    g.probes = probes;
     unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * bm_words;
     for (int s = (int)blockIdx.x; s < S; s += (int)gridDim.x) {
         const gc_i64 ob = (gc_i64)s * L;
@@ -191,7 +193,7 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_update(
     const gc_i64* __restrict__ in_indptr, const int* __restrict__ in_src, const int* __restrict__ in_eid,
     const float* __restrict__ in_w, const gc_i64* __restrict__ lt_cum, const unsigned char* __restrict__ active,
     const int* __restrict__ residual, gc_i64 n_res, unsigned int* __restrict__ bitmaps, gc_i64 bm_words,
-    int* __restrict__ cnt, int* __restrict__ errors) {
+    int* __restrict__ cnt, int* __restrict__ errors, unsigned long long* __restrict__ probes) {
     __shared__ am_shared sh;
     if ((blockDim.x & 31) != 0 || blockDim.x > AM_MAX_THREADS) {
         if (threadIdx.x == 0) atomicAdd(&errors[AM_ERR_BLOCK], 1);
@@ -208,6 +210,7 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_update(
     g.n_res = n_res;
     g.is_lt = is_lt;
     g.errors = errors;
+    g.probes = probes;
     unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * bm_words;
     for (int i = (int)blockIdx.x; i < nseg; i += (int)gridDim.x) {
         const int s = seg_list[i];

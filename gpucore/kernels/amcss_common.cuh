@@ -54,12 +54,14 @@ struct am_graph {
     gc_i64 n_res;
     int is_lt;
     int* errors;
+    unsigned long long* probes;  // arcs probed (IC: coins drawn; LT: choices drawn), for throughput figures
 };
 
 struct am_shared {
     unsigned long long pos;   // next free logical position of the set being built
     unsigned long long fail;  // smallest refused reservation: the committed end after an overflow
     unsigned long long head;  // next frontier index of the level (relative to the level start)
+    unsigned long long arcs;  // arcs probed for the set being built
     gc_i64 lvl_end;
     int overflow;
     int lvl_overflow;
@@ -179,6 +181,7 @@ __device__ void am_level_ic(gc_i64 lb, gc_i64 le, int* seg, gc_i64 l, gc_i64 bw,
         }
         const int total = __shfl_sync(AM_FULL, incl, 31);
         const int excl = incl - deg;
+        if (lane == 0) atomicAdd(&sh->arcs, (unsigned long long)total);
         bool ok = true;
         for (int base = 0; base < total; base += 32) {
             const int xa = base + lane;
@@ -232,7 +235,8 @@ __device__ void am_level_lt(gc_i64 lb, gc_i64 le, int* seg, gc_i64 l, gc_i64 bw,
             const gc_i64 klo = g.in_indptr[v], khi = g.in_indptr[v + 1];
             if (khi > klo) {
                 const gc_i64 last = g.lt_cum[khi - 1];
-                for (gc_u64 a = 0;; ++a) {
+                gc_u64 a = 0;
+                for (;; ++a) {
                     if (a >= AM_LT_MAX_ATTEMPTS) {
                         atomicAdd(&g.errors[AM_ERR_LT], 1);
                         break;
@@ -249,6 +253,7 @@ __device__ void am_level_lt(gc_i64 lb, gc_i64 le, int* seg, gc_i64 l, gc_i64 bw,
                     u = w;
                     break;
                 }
+                atomicAdd(&sh->arcs, (unsigned long long)(a + 1));
             }
         }
         bool want = false;
@@ -521,6 +526,7 @@ __device__ void am_build_set(int mode, int* seg, gc_i64 l, gc_i64 bw, gc_i64 gua
     __syncthreads();
     if (threadIdx.x == 0) {
         sh->pos = (unsigned long long)bw;
+        sh->arcs = 0ULL;
         sh->fail = ~0ULL;
         sh->overflow = 0;
         sh->st = 0;
@@ -597,6 +603,7 @@ __device__ void am_build_set(int mode, int* seg, gc_i64 l, gc_i64 bw, gc_i64 gua
         if (threadIdx.x == 0) {
             sh->st = 1;
             sh->end = end;
+            if (g.probes) atomicAdd(g.probes, sh->arcs);
         }
         __syncthreads();
         return;
@@ -609,6 +616,7 @@ __device__ void am_build_set(int mode, int* seg, gc_i64 l, gc_i64 bw, gc_i64 gua
     if (threadIdx.x == 0) {
         sh->st = 0;
         sh->end = end;
+        if (g.probes) atomicAdd(g.probes, sh->arcs);
     }
     __syncthreads();
 }
