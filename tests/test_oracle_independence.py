@@ -35,7 +35,12 @@ def test_oracle_imports_only_shared_foundation():
                 assert names <= ALLOWED_RANDOM, f"{path.name} imports {names - ALLOWED_RANDOM} from gpucore.random"
 
 
-def test_oracle_kernels_include_only_the_world_header():
-    for path in sorted((ROOT / "gpucore" / "kernels").glob("oracle_*.cu")):
+def test_oracle_kernels_include_only_the_world_header_and_their_own():
+    """Oracle kernels include the documented world header and oracle_* headers, never solver headers."""
+    sources = sorted((ROOT / "gpucore" / "kernels").glob("oracle_*.cu*"))
+    assert len(sources) >= 4
+    for path in sources:
         includes = re.findall(r'#include\s+[<"]([^>"]+)[>"]', path.read_text())
-        assert includes == ["gc_random.cuh"], (path.name, includes)
+        foreign = [name for name in includes if name != "gc_random.cuh" and not name.startswith("oracle_")]
+        assert not foreign, (path.name, foreign)
+    assert "gc_random.cuh" in re.findall(r'#include\s+[<"]([^>"]+)[>"]', (ROOT / "gpucore" / "kernels" / "oracle_ic.cu").read_text())
