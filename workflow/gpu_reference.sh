@@ -94,7 +94,9 @@ for c in "${CONFIGS[@]}"; do cp "$c" "$OUT/$(basename "$c")"; done
     echo "# Workflow reference run (backend cuda)"
     echo
     echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    if git rev-parse HEAD >/dev/null 2>&1; then
+    if [ -n "${GPUCORE_COMMIT:-}" ]; then  # a copy of the tree without .git (the GPU machine)
+        echo "- commit: $GPUCORE_COMMIT"
+    elif git rev-parse HEAD >/dev/null 2>&1; then
         echo "- commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- Snakefile rules workflow config || echo ' (workflow files modified)')"
     else
         echo "- commit: unknown (not a git checkout)"

@@ -100,7 +100,11 @@ class Primitives(ABC):
 
     # ---- test hooks the shared tests use (tests/test_amcss_exact.py, test_amcss_stats.py) --------
     def mark_active(self, nodes) -> None:
-        """Make ``nodes`` active without a diffusion (a fixed A_i for tests); then discover_active."""
+        """Make ``nodes`` active without a diffusion (a fixed A_i for tests); then discover_active.
+
+        The state must be one a diffusion can leave: under LT no inactive node may have its whole
+        in-weight active (the reverse walk conditioned on "not yet active", correction 4, draws until
+        it picks an inactive in-neighbour or none, and has neither to pick there)."""
         raise NotImplementedError
 
     def flags(self) -> dict[int, int]:

@@ -50,6 +50,22 @@ def check_replay(graph, result):
         assert rec["reached"] and rep.total_active == rec["active"]
 
 
+def lt_consistent(graph, nodes) -> list[int]:
+    """``nodes`` plus every node whose in-neighbours all end up active: the state an LT diffusion can
+    leave under weighted cascade (an inactive node always has an inactive in-neighbour), which the
+    conditioned reverse walk (correction 4) requires; ``mark_active`` takes the state as given."""
+    active = np.zeros(graph.n, dtype=bool)
+    active[np.asarray(nodes)] = True
+    indeg = np.diff(graph.in_indptr)
+    dst = np.repeat(np.arange(graph.n), indeg)
+    while True:
+        inactive_in = np.bincount(dst, weights=~active[graph.in_src], minlength=graph.n)
+        grow = (~active) & (indeg > 0) & (inactive_in == 0)
+        if not grow.any():
+            return np.flatnonzero(active).tolist()
+        active |= grow
+
+
 @pytest.fixture(scope="module")
 def mid():
     """A mid-size preferential-attachment graph (weighted cascade, so LT is valid too)."""
@@ -103,7 +119,7 @@ def test_overflow_inside_update_resumes(mid, segments):
     for p in (cpu_p, gpu_p):
         p.start(7, 8)
         p.generate(600, 20.0, 1)
-        p.mark_active(list(range(0, mid.n, 97)))
+        p.mark_active(lt_consistent(mid, range(0, mid.n, 97)))
         p.discover_active()
         p.update(35.0, 2)
     assert gpu_p.stats["update_overflows"] >= 1
