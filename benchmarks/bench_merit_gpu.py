@@ -14,7 +14,7 @@ the whole invocation, cells that would start later are recorded as skipped):
   limit / MERIT time, never extrapolated). Same run seed everywhere: the GPU regeneration must
   select exactly PASTI's seeds (``identical``), being the same computation on another backend.
 - ``beta``: GPU MERIT at beta = 1, 2, 4, 8, 16 (paper Figures 9-10), results must not change.
-- ``scale`` (``scale-ic``, ``scale-lt``): LiveJournal-size IC eta=25000 b=16 and LT eta=12500 b=4,
+- ``scale`` (``scale-ic``, ``scale-lt``; run first): LiveJournal-size IC eta=25000 b=16 and LT eta=12500 b=4,
   one realization each, with a 64 GiB memory budget (what an 80 GB H100 offers), peak device
   memory reported and every round replayed by the oracle (``gpucore.oracle.replay``).
 
@@ -401,6 +401,30 @@ def main(argv=None) -> int:
     def cell_io(name, model, tag, res):
         (out / "cells" / f"{name}-{model}-{tag}.json").write_text(json.dumps(res, default=str) + "\n")
 
+    # scale first: the cells the issue requires, before the open-ended comparisons
+    for model in ("IC", "LT"):
+        if f"scale-{model.lower()}" not in parts:
+            continue
+        name = "livejournal"
+        spec = SCALE[model]
+        row = {"graph": GRAPHS[name]["title"], "model": model, "eta": spec["eta"], "b": spec["b"]}
+        if left() < 30:
+            row["cell"] = {"status": "skipped (time budget)"}
+        else:
+            path = build_graph(name, shared, cache)
+            graph = load_graph(path)
+            try:
+                row["cell"], res = gpu_cell(graph, model, spec["eta"], spec["b"], True, None, args,
+                                            memory_budget=SCALE_BUDGET, check_replay=True)
+                cell_io(name, model, "scale", res)
+            except Exception as exc:
+                row["cell"] = {"status": f"error: {type(exc).__name__}: {str(exc)[:300]}"}
+                _free_pool()
+            del graph
+        report.scale.append(row)
+        log(f"scale {model}: {report._s(row['cell'])}")
+        report.save()
+
     if "compare" in parts:
         for name in [g.strip() for g in args.graphs.split(",") if g.strip()]:
             if left() < 20:
@@ -468,29 +492,6 @@ def main(argv=None) -> int:
                     log(f"beta {name} {model} {beta}: {report._s(c)}")
                     report.save()
             del graph
-
-    for model in ("IC", "LT"):
-        if f"scale-{model.lower()}" not in parts:
-            continue
-        name = "livejournal"
-        spec = SCALE[model]
-        row = {"graph": GRAPHS[name]["title"], "model": model, "eta": spec["eta"], "b": spec["b"]}
-        if left() < 30:
-            row["cell"] = {"status": "skipped (time budget)"}
-        else:
-            path = build_graph(name, shared, cache)
-            graph = load_graph(path)
-            try:
-                row["cell"], res = gpu_cell(graph, model, spec["eta"], spec["b"], True, None, args,
-                                            memory_budget=SCALE_BUDGET, check_replay=True)
-                cell_io(name, model, "scale", res)
-            except Exception as exc:
-                row["cell"] = {"status": f"error: {type(exc).__name__}: {str(exc)[:300]}"}
-                _free_pool()
-            del graph
-        report.scale.append(row)
-        log(f"scale {model}: {report._s(row['cell'])}")
-        report.save()
 
     log(f"done in {time.perf_counter() - t0:.0f}s")
     print(report.markdown())
