@@ -218,8 +218,7 @@ def test_lint_is_clean(tmp_path, configfile):
     assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("configfiles", ["config/merit.yaml", "config/gim.yaml", "config/reference-gpu.yaml",
-                                         "config/reference-gpu.yaml config/reference-gpu-amcss-cpu.yaml"])
+@pytest.mark.parametrize("configfiles", ["config/merit.yaml", "config/gim.yaml", "config/reference-gpu.yaml"])
 def test_paper_configs_validate_and_plan(tmp_path, configfiles):
     wd = workdir(tmp_path)
     files = configfiles.split()

@@ -21,7 +21,6 @@ PY=${PYTHON:-python3}
 CORES=${CORES:-all}
 CONFIG=config/reference-gpu.yaml
 CONFIGS=("$CONFIG")
-NOTE=""
 START=$(date +%s)
 log() { echo "[gpu_reference $(($(date +%s) - START))s] $*" >&2; }
 
@@ -61,13 +60,6 @@ for f in wiki-Vote.txt.gz email-Eu-core.txt.gz soc-Epinions1.txt.gz facebook_com
     [ -f ".shared_data/$f" ] || { echo "missing .shared_data/$f (copy ../shared/data/snap/*.txt.gz there)" >&2; exit 1; }
 done
 
-# AMCSS on cuda needs gpucore/amcss/cuda.py; without it, run the AMCSS cells on the CPU (and say so)
-if [ "${ALLOW_CPU:-0}" != 1 ] && ! "$PY" -c "from gpucore.amcss.primitives import load_primitives; load_primitives('cuda')" 2>/dev/null; then
-    CONFIGS+=(config/reference-gpu-amcss-cpu.yaml)
-    NOTE="AMCSS cells ran on the CPU (config/reference-gpu-amcss-cpu.yaml): the AMCSS CUDA backend is not in this build"
-    log "WARNING: $NOTE"
-fi
-
 # 3. the workflow
 export GPUCORE_PROGRESS=0
 log "snakemake --configfile ${CONFIGS[*]} --cores $CORES $*"
@@ -102,7 +94,6 @@ for c in "${CONFIGS[@]}"; do cp "$c" "$OUT/$(basename "$c")"; done
         echo "- commit: unknown (not a git checkout)"
     fi
     echo "- command: workflow/gpu_reference.sh OUTDIR $*  (snakemake --configfile ${CONFIGS[*]} --cores $CORES)"
-    [ -z "$NOTE" ] || echo "- NOTE: $NOTE"
     echo "- device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
     echo "- host: $(nproc) CPU cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
     echo "- versions: $("$PY" -c 'import platform, snakemake, numpy, numba; import cupy; print(f"python {platform.python_version()}, snakemake {snakemake.__version__}, numpy {numpy.__version__}, numba {numba.__version__}, cupy {cupy.__version__}")' 2>/dev/null)"

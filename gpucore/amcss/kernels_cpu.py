@@ -522,14 +522,16 @@ def fold_delta(cnt, delta):
 
 
 def count_flags(S, L, flag, count):
-    total = 0
+    # per-segment counts, summed after the loop: a scalar reduction over this prange fails to
+    # compile under Python 3.12 (Numba 0.68 parfor: "unexpected cycle in lookup()")
+    per_segment = np.zeros(S, dtype=np.int64)
     for s in prange(S):
         c = 0
         for r in range(count[s]):
             if flag[s * L + r] != 0:
                 c += 1
-        total += c
-    return total
+        per_segment[s] = c
+    return per_segment.sum()
 
 
 def clear_flags(S, L, flag, count):

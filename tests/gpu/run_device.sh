@@ -44,4 +44,6 @@ for stage in "$@"; do
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done
+# the device returns a limited number of files: one archive holds everything the stages wrote
+tar czf "/tmp/out.tgz" -C "$OUT" . && mv /tmp/out.tgz "$OUT/out.tgz"
 exit $status
