@@ -34,6 +34,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_common import cpu_model, git_commit  # noqa: E402
 
 #: file, short name, undirected, default eta (about 5-10 % of n on the small graphs)
 SNAP = [
@@ -151,28 +154,13 @@ def warm_up(opts, graphs: list[dict]) -> None:
 
 
 def machine() -> dict:
-    commit = os.environ.get("GPUCORE_COMMIT")  # a copy of the tree without .git (the GPU machine)
-    if not commit:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
-                                    text=True).stdout.strip() or "?"
-        except OSError:
-            commit = "?"
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     mem = 0
     try:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         pass
-    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**30, 1),
-            "python": platform.python_version(), "commit": commit,
+    return {"host": platform.node(), "cpu": cpu_model(), "cores": os.cpu_count(), "memory_gib": round(mem / 2**30, 1),
+            "python": platform.python_version(), "commit": git_commit(),
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 

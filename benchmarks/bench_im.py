@@ -7,7 +7,7 @@
 Graphs (WC weights, as gIM's Table 2): soc-Epinions1 from the shared data folder, and preferential-
 attachment graphs of soc-Pokec's size (1,632,803 nodes / 30,622,564 arcs drawn) and
 soc-LiveJournal1's size (4,847,571 / 68,993,773), made with ``gpucore generate pa`` and cached in
---cache (default /tmp/gpucore-bench-im). Every cell runs IMM with the same run seed on each
+--cache (default /tmp/gpucore-bench-graphs, shared with the other benchmarks). Every cell runs IMM with the same run seed on each
 backend; the seeds and theta must be identical across backends (recorded as ``identical``).
 
 Timing: ``seconds`` is the whole ``imm()`` call (engine setup with the graph's host-to-device
@@ -24,15 +24,15 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_common import GRAPH_CACHE, build_graph, cpu_facts, git_commit  # noqa: E402
 
 GRAPHS = {
     "epinions": {"title": "soc-Epinions1", "file": "soc-Epinions1.txt.gz", "gim_imm": 4.42, "gim_gpu": 0.131},
@@ -45,58 +45,6 @@ GRAPHS = {
 
 def log(msg: str) -> None:
     print(f"[bench_im {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def build_graph(key: str, shared: Path | None, cache: Path) -> Path:
-    from gpucore.graph import preprocess
-
-    spec = GRAPHS[key]
-    cache.mkdir(parents=True, exist_ok=True)
-    out = cache / f"{key}.gcsr"
-    if out.exists():
-        return out
-    t = time.perf_counter()
-    if "file" in spec:
-        if shared is None or not (shared / spec["file"]).is_file():
-            raise FileNotFoundError(f"{spec['file']} not found under --shared-data {shared}")
-        preprocess(shared / spec["file"], out, weights="wc", show_progress=False)
-    else:
-        # what `gpucore generate pa --nodes N --edges M --seed 1 --weights wc -o out.gcsr` does, in-process
-        from gpucore.graph.generators import generate, write_edge_list
-
-        src, dst = generate("pa", spec["nodes"], spec["edges"], seed=1, reciprocity=0.3)
-        text = cache / f"{key}.txt"
-        write_edge_list(text, src, dst, f"gpucore generate pa --nodes {spec['nodes']} --edges {spec['edges']} --seed 1")
-        del src, dst
-        try:
-            preprocess(text, out, undirected=False, weights="wc", seed=1, show_progress=False)
-        finally:
-            text.unlink(missing_ok=True)
-    log(f"built {key} in {time.perf_counter() - t:.1f}s -> {out}")
-    return out
-
-
-def cpu_facts() -> dict:
-    model = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu_model": model, "cpu_count": os.cpu_count()}
-
-
-def git_commit() -> str | None:
-    env = os.environ.get("GPUCORE_COMMIT")
-    if env:
-        return env
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except Exception:
-        return None
 
 
 def run_cell(graph, backend: str, threads: int | None, args, rounds: int = 1, k: int | None = None,
@@ -132,7 +80,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cpu-threads", type=int, default=16)
     p.add_argument("--no-mrim", action="store_true", help="skip MRIM (k=10, T=5, eps=0.1) on the first graph")
-    p.add_argument("--cache", default="/tmp/gpucore-bench-im", help="folder for the built .gcsr graphs")
+    p.add_argument("--cache", default=GRAPH_CACHE, help="folder for the built .gcsr graphs")
     args = p.parse_args(argv)
     started = time.perf_counter()
     out = Path(args.out)
@@ -170,7 +118,7 @@ def main(argv=None) -> int:
 
     for key in [g.strip() for g in args.graphs.split(",") if g.strip()]:
         try:
-            path = build_graph(key, shared, Path(args.cache))
+            path = build_graph(key, GRAPHS[key], shared, Path(args.cache), log)
         except Exception as exc:  # noqa: BLE001 - recorded, the other graphs still run
             log(f"{key}: cannot build ({exc})")
             report["cells"].append({"graph": key, "error": str(exc)})

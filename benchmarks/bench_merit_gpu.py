@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -43,6 +42,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_common import GRAPH_CACHE, build_graph, cpu_facts, git_commit  # noqa: E402
 
 #: name -> spec; SNAP files (directed as in bench_amcss) and generated graphs
 GRAPHS = {
@@ -69,29 +70,6 @@ def log(msg: str) -> None:
     print(f"[bench_merit_gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def git_commit() -> str | None:
-    env = os.environ.get("GPUCORE_COMMIT")
-    if env:
-        return env
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except Exception:
-        return None
-
-
-def cpu_facts() -> dict:
-    model = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu_model": model, "cpu_count": os.cpu_count()}
-
-
 def copy_bandwidth() -> dict:
     """Device-to-device copy of 1 GiB, 10 times after a warm-up: bytes read + written per second."""
     import cupy as cp
@@ -112,39 +90,6 @@ def copy_bandwidth() -> dict:
     del a, b
     cp.get_default_memory_pool().free_all_blocks()
     return {"bytes": 2 * 4 * n, "seconds": ms / 1e3 / reps, "gb_per_s": 2 * 4 * n * reps / (ms / 1e3) / 1e9}
-
-
-def build_graph(name: str, shared: Path | None, cache: Path) -> Path:
-    from gpucore.graph import preprocess
-
-    spec = GRAPHS[name]
-    cache.mkdir(parents=True, exist_ok=True)
-    out = cache / f"{name}.gcsr"
-    if out.exists():
-        return out
-    if name == "livejournal":  # bench_im builds the very same graph (seed 1, reciprocity 0.3, wc, degree costs)
-        im = Path("/tmp/gpucore-bench-im/livejournal.gcsr")
-        if im.exists():
-            return im
-    t = time.perf_counter()
-    if "file" in spec:
-        if shared is None or not (shared / spec["file"]).is_file():
-            raise FileNotFoundError(f"{spec['file']} not found under --shared-data {shared}")
-        preprocess(shared / spec["file"], out, undirected=spec["undirected"], weights="wc", show_progress=False)
-    else:
-        # what `gpucore generate pa --nodes N --edges M --seed 1 -o x.txt` + `gpucore preprocess` do, in-process
-        from gpucore.graph.generators import generate, write_edge_list
-
-        src, dst = generate("pa", spec["nodes"], spec["edges"], seed=1, reciprocity=0.3)
-        text = cache / f"{name}.txt"
-        write_edge_list(text, src, dst, f"gpucore generate pa --nodes {spec['nodes']} --edges {spec['edges']} --seed 1")
-        del src, dst
-        try:
-            preprocess(text, out, undirected=spec["undirected"], weights="wc", seed=1, show_progress=False)
-        finally:
-            text.unlink(missing_ok=True)
-    log(f"built {name} in {time.perf_counter() - t:.1f}s -> {out}")
-    return out
 
 
 def gpu_cell(graph, model: str, eta: int, b: int, update: bool, beta: int | None, args,
@@ -355,7 +300,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output folder")
     p.add_argument("--shared-data", default=None, help="folder with the SNAP .txt.gz files (.shared_data copy)")
-    p.add_argument("--cache", default="/tmp/gpucore-bench-merit", help="folder for the built .gcsr graphs")
+    p.add_argument("--cache", default=GRAPH_CACHE, help="folder for the built .gcsr graphs")
     p.add_argument("--parts", default="compare,beta,scale", help="compare, beta, scale (= scale-ic,scale-lt)")
     p.add_argument("--graphs", default=",".join(GRAPHS), help="compare: comma-separated graph names")
     p.add_argument("--beta-graphs", default="youtube,livejournal", help="beta: graphs of the sweep")
@@ -411,7 +356,7 @@ def main(argv=None) -> int:
         if left() < 30:
             row["cell"] = {"status": "skipped (time budget)"}
         else:
-            path = build_graph(name, shared, cache)
+            path = build_graph(name, GRAPHS[name], shared, cache, log)
             graph = load_graph(path)
             try:
                 row["cell"], res = gpu_cell(graph, model, spec["eta"], spec["b"], True, None, args,
@@ -433,7 +378,7 @@ def main(argv=None) -> int:
                 report.save()
                 continue
             try:
-                path = build_graph(name, shared, cache)
+                path = build_graph(name, GRAPHS[name], shared, cache, log)
             except FileNotFoundError as exc:
                 log(f"skip {name}: {exc}")
                 continue
@@ -467,7 +412,7 @@ def main(argv=None) -> int:
 
     if "beta" in parts:
         for name in [g.strip() for g in args.beta_graphs.split(",") if g.strip()]:
-            path = build_graph(name, shared, cache)
+            path = build_graph(name, GRAPHS[name], shared, cache, log)
             graph = load_graph(path)
             for model in models:
                 spec = GRAPHS[name]

@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,6 +34,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.bench_common import cpu_model, git_commit  # noqa: E402
 from gpucore.atomic import atomic_path, write_json  # noqa: E402
 from gpucore.backend import cuda_available, get_backend  # noqa: E402
 from gpucore.cli import main as gpucore_main  # noqa: E402
@@ -55,34 +54,6 @@ from gpucore.oracle.gpu import (  # noqa: E402
 )
 
 TARGET = 50.0
-
-
-def git_commit() -> str:
-    """GPUCORE_COMMIT when set (the GPU machine has no .git), else ``git rev-parse HEAD`` (+dirty)."""
-    env = os.environ.get("GPUCORE_COMMIT", "").strip()
-    if env:
-        return env
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "-q", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-        sha = out.stdout.strip()
-        if out.returncode == 0 and len(sha) == 40 and all(c in "0123456789abcdef" for c in sha):
-            dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "gpucore", "benchmarks"],
-                                   capture_output=True, text=True, timeout=10).stdout.strip()
-            return sha + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return "unknown"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def build_graph(args) -> tuple[Path, float]:

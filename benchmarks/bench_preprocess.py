@@ -21,15 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
-
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.bench_common import git_commit  # noqa: E402
 
 
 _CHILD = (
@@ -75,7 +68,7 @@ def main() -> int:
         record = {
             "benchmark": "preprocess",
             "date": datetime.date.today().isoformat(),
-            "commit": _git_commit(),
+            "commit": git_commit(),
             "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
             "input": {"nodes": args.nodes, "edges_requested": args.edges, "text_bytes": text.stat().st_size},
             "generate_seconds": round(gen_wall, 2),
@@ -94,7 +87,6 @@ def main() -> int:
 
 _LOAD_SNIPPET = """
 import json, sys, time
-import numpy as np
 t = time.perf_counter()
 from gpucore.graph import load_graph
 t_import = time.perf_counter() - t
