@@ -225,3 +225,17 @@ def test_update_trims_to_fit_the_memory_budget(ic_graph):
     stats = prims.update(4.0, 2, min_keep=500)
     assert stats.get("trimmed", 0) > 0 and 500 <= prims.theta < 4000
     check_counts(prims)
+
+
+def test_parallel_and_serial_kernel_twins_agree_on_flag_counts():
+    """Both forms of a reduction kernel compile and count alike (the parallel form is only taken
+    above PARALLEL_MIN_WORK sets, so the small runs above never compile it; under Python 3.12 a
+    scalar prange reduction here once failed to compile)."""
+    from gpucore.amcss import kernels_cpu as K
+
+    rng = np.random.default_rng(4)
+    S, L = 37, 11
+    count = rng.integers(0, L + 1, S).astype(np.int64)
+    flag = rng.integers(0, 2, S * L).astype(np.int8)
+    want = sum(int(flag[s * L:s * L + count[s]].sum()) for s in range(S))
+    assert K.count_flags(S, L, flag, count) == K.count_flags_serial(S, L, flag, count) == want
