@@ -6,13 +6,12 @@ every round, all cores) and with one thread ASTI (cost-aware). See ``kernels_cpu
 
 from __future__ import annotations
 
-import math
 
 import numba
 import numpy as np
 
 from gpucore.amcss import kernels_cpu as K
-from gpucore.amcss.layout import Collection, MemoryBudget, collection_bytes, collection_sets, plan_segment_length
+from gpucore.amcss.layout import Collection, CollectionSizing, MemoryBudget, collection_bytes, collection_sets
 from gpucore.amcss.primitives import Primitives
 from gpucore.backend import set_cpu_threads
 from gpucore.errors import GpucoreError
@@ -23,7 +22,7 @@ from gpucore.graph.model import Graph
 PARALLEL_MIN_WORK = 1 << 15
 
 
-class CpuPrimitives(Primitives):
+class CpuPrimitives(CollectionSizing, Primitives):
     name = "cpu"
 
     def __init__(self, graph: Graph, model: str, budget: MemoryBudget, threads: int | None = None,
@@ -161,32 +160,6 @@ class CpuPrimitives(Primitives):
         new.theta, new.next_id, new.entries, new.stats = old.theta, old.next_id, old.entries, old.stats
         self.coll = new
 
-    def _ensure_slots(self, theta: int) -> None:
-        need = -(-theta // self.S) + 1
-        if need > self.coll.L:
-            self._reshape(L=max(need, min(2 * self.coll.L, need + 1024)))
-
-    def _ensure_entries(self, entries: float) -> None:
-        l = plan_segment_length(entries, self.S)
-        if l > self.coll.l:
-            # grow geometrically (amortised copies), but never past the budget when the plan fits
-            grown = max(l, int(self.coll.l * 1.25))
-            try:
-                self._reshape(l=grown)
-            except GpucoreError:
-                if grown == l:
-                    raise
-                self._reshape(l=l)
-
-    def _grow_after_overflow(self, measured_entries: float) -> None:
-        c = self.coll
-        l = int(math.ceil(c.l * 1.5))
-        if self.preplan:
-            l = max(l, plan_segment_length(measured_entries, self.S))
-        span = int((c.hi - c.lo).max())
-        l = max(l, span + 1)
-        self._reshape(l=l)
-
     def _k(self, name: str, work: float):
         """The parallel kernel ``name``, or its serial twin for small work or one thread."""
         if numba.get_num_threads() != self.T:  # another caller changed it: keep thread ids < T
@@ -258,24 +231,10 @@ class CpuPrimitives(Primitives):
         c.theta = int(theta_keep)
         c.entries = int(K.total_entries_serial(c.S, c.L, c.offset, c.count))
 
-    def _fits(self, entries: float) -> bool:
-        c = self.coll
-        l = plan_segment_length(entries, self.S)
-        if l <= c.l:
-            return True
-        need = self.budget.fixed + c.nbytes + collection_bytes(c.S, max(l, int(c.l * 1.25)), c.L)
-        return need <= self.budget.budget
-
     def update(self, k: float, rnd: int, min_keep: int | None = None) -> dict:
         c = self.coll
         growth = max(1.0, k / max(self.k_last, 1e-300))
-        trimmed = 0
-        if min_keep is not None:
-            # stay within the memory budget: drop the newest sets (never below min_keep) rather than fail
-            while c.theta > min_keep and not self._fits(c.entries * growth * 1.05):
-                before = c.theta
-                self.trim(max(int(min_keep), c.theta // 2))
-                trimmed += before - c.theta
+        trimmed = self._trim_to_fit(growth, min_keep)
         polluted = self._count_flags()
         stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries}
         if trimmed:

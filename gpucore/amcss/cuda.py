@@ -26,12 +26,11 @@ Design (see ``docs/amcss-gpu.md``)
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 
 from gpucore.amcss import kernels_cpu as K
-from gpucore.amcss.layout import Collection, MemoryBudget, collection_bytes, collection_sets, plan_segment_length
+from gpucore.amcss.layout import Collection, CollectionSizing, MemoryBudget, collection_bytes, collection_sets
 from gpucore.amcss.primitives import Primitives
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.graph.model import Graph
@@ -89,7 +88,7 @@ def _device_oom_guard(method):
     return wrapper
 
 
-class CudaPrimitives(Primitives):
+class CudaPrimitives(CollectionSizing, Primitives):
     name = "cuda"
 
     def __init__(self, graph: Graph, model: str, budget: MemoryBudget, threads: int | None = None,
@@ -355,31 +354,6 @@ class CudaPrimitives(Primitives):
         self.coll = new
         del old
 
-    def _ensure_slots(self, theta: int) -> None:
-        need = -(-theta // self.S) + 1
-        if need > self.coll.L:
-            self._reshape(L=max(need, min(2 * self.coll.L, need + 1024)))
-
-    def _ensure_entries(self, entries: float) -> None:
-        l = plan_segment_length(entries, self.S)
-        if l > self.coll.l:
-            grown = max(l, int(self.coll.l * 1.25))
-            try:
-                self._reshape(l=grown)
-            except GpucoreError:
-                if grown == l:
-                    raise
-                self._reshape(l=l)
-
-    def _grow_after_overflow(self, measured_entries: float) -> None:
-        c = self.coll
-        l = int(math.ceil(c.l * 1.5))
-        if self.preplan:
-            l = max(l, plan_segment_length(measured_entries, self.S))
-        span = int(self._host(c.hi - c.lo).max())
-        l = max(l, span + 1)
-        self._reshape(l=l)
-
     def _segment_stats(self):
         """(polluted sets, entries) per segment, on the device."""
         c = self.coll
@@ -456,14 +430,6 @@ class CudaPrimitives(Primitives):
         c.theta = int(theta_keep)
         c.entries = self._total_entries()
 
-    def _fits(self, entries: float) -> bool:
-        c = self.coll
-        l = plan_segment_length(entries, self.S)
-        if l <= c.l:
-            return True
-        need = self.budget.fixed + c.nbytes + collection_bytes(c.S, max(l, int(c.l * 1.25)), c.L)
-        return need <= self.budget.budget
-
     def _update_launches(self, k: float, rnd: int, order) -> None:
         """The beta groups of segments (most polluted first), one launch each, 32 x beta threads."""
         c = self.coll
@@ -487,12 +453,7 @@ class CudaPrimitives(Primitives):
         xp = self.xp
         c = self.coll
         growth = max(1.0, k / max(self.k_last, 1e-300))
-        trimmed = 0
-        if min_keep is not None:
-            while c.theta > min_keep and not self._fits(c.entries * growth * 1.05):
-                before = c.theta
-                self.trim(max(int(min_keep), c.theta // 2))
-                trimmed += before - c.theta
+        trimmed = self._trim_to_fit(growth, min_keep)
         polluted_seg, _ = self._segment_stats()
         polluted = int(polluted_seg.sum())
         stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries,

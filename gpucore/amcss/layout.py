@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpucore.errors import OutOfMemoryError, format_bytes
+from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 
 #: bytes per slot: offset (8) + set_id (8) + nroots (4) + flag (1)
 SLOT_BYTES = 8 + 8 + 4 + 1
@@ -139,3 +139,60 @@ def collection_sets(coll: Collection, to_host=np.asarray) -> dict[int, tuple[fro
                 raise AssertionError(f"set {j} holds duplicate entries")
             out[j] = (frozenset(int(v) for v in entries[:k]), members)
     return out
+
+
+class CollectionSizing:
+    """How a backend's collection grows, shared by the CPU and CUDA primitives.
+
+    The host class provides ``coll`` (a ``Collection``), ``S``, ``budget`` (``MemoryBudget``),
+    ``preplan``, ``trim(theta_keep)`` and ``_reshape(l=..., L=...)`` (re-lay out into larger arrays,
+    raising ``GpucoreError`` over budget); ``_host`` turns a backend array into a NumPy one."""
+
+    def _host(self, arr) -> np.ndarray:
+        return np.asarray(arr)
+
+    def _ensure_slots(self, theta: int) -> None:
+        need = -(-theta // self.S) + 1
+        if need > self.coll.L:
+            self._reshape(L=max(need, min(2 * self.coll.L, need + 1024)))
+
+    def _ensure_entries(self, entries: float) -> None:
+        l = plan_segment_length(entries, self.S)
+        if l > self.coll.l:
+            # grow geometrically (amortised copies), but never past the budget when the plan fits
+            grown = max(l, int(self.coll.l * 1.25))
+            try:
+                self._reshape(l=grown)
+            except GpucoreError:
+                if grown == l:
+                    raise
+                self._reshape(l=l)
+
+    def _grow_after_overflow(self, measured_entries: float) -> None:
+        c = self.coll
+        l = int(math.ceil(c.l * 1.5))
+        if self.preplan:
+            l = max(l, plan_segment_length(measured_entries, self.S))
+        span = int(self._host(c.hi - c.lo).max())
+        self._reshape(l=max(l, span + 1))
+
+    def _fits(self, entries: float) -> bool:
+        c = self.coll
+        l = plan_segment_length(entries, self.S)
+        if l <= c.l:
+            return True
+        need = self.budget.fixed + c.nbytes + collection_bytes(c.S, max(l, int(c.l * 1.25)), c.L)
+        return need <= self.budget.budget
+
+    def _trim_to_fit(self, growth: float, min_keep: int | None) -> int:
+        """Before an Update that grows the sets by ``growth``: drop the newest sets (never below
+        ``min_keep``) while the grown collection would not fit the budget, rather than fail.
+        Returns how many sets were dropped."""
+        trimmed = 0
+        if min_keep is not None:
+            c = self.coll
+            while c.theta > min_keep and not self._fits(c.entries * growth * 1.05):
+                before = c.theta
+                self.trim(max(int(min_keep), c.theta // 2))
+                trimmed += before - c.theta
+        return trimmed
