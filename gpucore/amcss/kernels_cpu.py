@@ -570,11 +570,9 @@ def argmax_ratio(cnt, cost, residual, n_res, excluded):
     return bv
 
 
-@njit(cache=True)
-def diffuse_ic(seeds, active, out_indptr, out_dst, out_prob, world_seed, queue):
-    """Forward IC from ``seeds`` on the world: arc e live iff ic_live(world_seed, e, p_e).
-    Activates into ``active``; returns the number of newly active nodes (seeds included), listed
-    in ``queue[:count]``."""
+@njit(inline="always", cache=True)
+def _activate_seeds(seeds, active, queue):
+    """Mark the not yet active seeds active and list them in ``queue``; returns how many."""
     tail = 0
     for i in range(seeds.shape[0]):
         v = seeds[i]
@@ -582,6 +580,15 @@ def diffuse_ic(seeds, active, out_indptr, out_dst, out_prob, world_seed, queue):
             active[v] = 1
             queue[tail] = v
             tail += 1
+    return tail
+
+
+@njit(cache=True)
+def diffuse_ic(seeds, active, out_indptr, out_dst, out_prob, world_seed, queue):
+    """Forward IC from ``seeds`` on the world: arc e live iff ic_live(world_seed, e, p_e).
+    Activates into ``active``; returns the number of newly active nodes (seeds included), listed
+    in ``queue[:count]``."""
+    tail = _activate_seeds(seeds, active, queue)
     head = 0
     while head < tail:
         u = queue[head]
@@ -601,13 +608,7 @@ def diffuse_ic(seeds, active, out_indptr, out_dst, out_prob, world_seed, queue):
 def diffuse_lt(seeds, active, out_indptr, out_dst, q_out, acc, world_seed, queue):
     """Forward LT: v activates once the fixed-point weights of its active in-arcs sum to more than
     T_v = lt_threshold(world_seed, v). ``acc`` carries the sums of inactive nodes across rounds."""
-    tail = 0
-    for i in range(seeds.shape[0]):
-        v = seeds[i]
-        if active[v] == 0:
-            active[v] = 1
-            queue[tail] = v
-            tail += 1
+    tail = _activate_seeds(seeds, active, queue)
     head = 0
     while head < tail:
         u = queue[head]
