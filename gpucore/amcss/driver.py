@@ -29,6 +29,8 @@ MODELS = ("IC", "LT")
 PHASES = ("generate", "update", "select", "diffuse", "discover")
 #: share of the available RAM used as the default memory budget
 DEFAULT_BUDGET_SHARE = 0.8
+#: MERIT regenerates a round whose collection is at least this polluted (see run_realization)
+POLLUTION_LIMIT = 0.9
 
 
 def sample_seed_of(run_seed: int, realization: int) -> int:
@@ -90,14 +92,21 @@ def make_primitives(graph: Graph, model: str, backend: str = "cpu", threads: int
 
 def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch: int, eps: float,
                     world_seed: int, sample_seed: int, update: bool = True, label: str = "",
-                    on_round=None, shrink: bool = True) -> dict:
+                    on_round=None, shrink: bool = True, pollution_limit: float = POLLUTION_LIMIT) -> dict:
     """One adaptive run on one world realization; returns its JSON-ready record.
 
     ``shrink`` (MERIT only): when k_i grows, keep ceil(theta k_{i-1} / k_i) sets (at least
     theta_0), dropping the newest ones, before the Update: sets grow about linearly with k, so the
     collection keeps about the same size, as the regenerating baselines' accepted theta falls. Any
     subset of independent sets is a valid collection and the acceptance test still decides; with
-    ``shrink=False`` the collection never shrinks (the paper's Algorithm 1)."""
+    ``shrink=False`` the collection never shrinks (the paper's Algorithm 1).
+
+    ``pollution_limit`` (MERIT only): when Discover(A_i) left at least this fraction of the sets
+    polluted, the round regenerates its collection (as PASTI) instead of updating it: a polluted set
+    is rebuilt from its inactive roots anyway (Lemma 3.6), at the cost of a fresh one, and the
+    regeneration's theta doubling keeps only as many sets as the acceptance test needs. Measured at
+    LiveJournal size (results/reference/bench-merit-gpu.md): 92-100 % of the sets polluted every
+    round, where Update lost to regeneration; below 30 % on the other graphs. ``> 1`` never."""
     t_start = time.perf_counter()
     prims.start(world_seed, sample_seed)
     eta_i = int(eta)
@@ -107,6 +116,7 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
     rnd = 0
     k_prev = 0.0
     cost = np.asarray(graph.cost)
+    polluted = None
     while eta_i > 0:
         rnd += 1
         sec = dict.fromkeys(PHASES, 0.0)
@@ -116,6 +126,10 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
         upd_stats = None
         t = time.perf_counter()
         trimmed = 0
+        regenerated = bool(update and polluted is not None and prims.theta > 0
+                           and polluted >= pollution_limit * prims.theta)
+        if regenerated:
+            prims.clear()
         if update and shrink and prims.theta > 0 and k > k_prev:
             # sets grow with k; keep about the same number of entries (never below theta_0)
             keep = max(bounds.theta_0_int, int(math.ceil(prims.theta * k_prev / k)))
@@ -179,6 +193,8 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
         }
         if upd_stats is not None:
             record["update"] = upd_stats
+        if regenerated:
+            record["regenerated"] = True
         if polluted is not None:
             record["polluted"] = int(polluted)
         rounds.append(record)
@@ -207,7 +223,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
               realizations: int = 1, seed: int = 0, update: bool = True, threads: int | None = None,
               backend: str = "cpu", memory_budget: int | None = None, segments: int | None = None,
               primitives: Primitives | None = None, first_realization: int = 0, on_round=None,
-              shrink: bool = True, beta: int | None = None) -> dict:
+              shrink: bool = True, beta: int | None = None, pollution_limit: float = POLLUTION_LIMIT) -> dict:
     """Run AMCSS (MERIT with ``update=True``; PASTI / ASTI (threads=1) / GAMCSS (cuda) without)."""
     validate(graph, model, eta, batch, eps, realizations)
     eta, batch, eps, realizations = int(eta), int(batch), float(eps), int(realizations)
@@ -221,7 +237,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
         ss = sample_seed_of(seed, r)
         rec = run_realization(prims, graph, model, eta, batch, eps, ws, ss, update=update,
                               label=f"realization {r + 1}/{first_realization + realizations} ", on_round=on_round,
-                              shrink=shrink)
+                              shrink=shrink, pollution_limit=pollution_limit)
         rec = {"realization": r, **rec}
         out_real.append(rec)
     costs = [r["total_cost"] for r in out_real]
@@ -237,6 +253,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
         "backend": prims.name,
         "update": bool(update),
         "shrink": bool(shrink and update),
+        "pollution_limit": float(pollution_limit) if update else None,
         "seed": int(seed),
         "threads": getattr(prims, "T", None),
         "segments": getattr(prims, "S", None),

@@ -6,6 +6,7 @@ import json
 import re
 import sys
 
+from gpucore.amcss.driver import POLLUTION_LIMIT
 from gpucore.commands.common import emit_json
 from gpucore.errors import GpucoreError
 from gpucore.graph.model import load_graph
@@ -40,6 +41,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--keep-all", dest="shrink", action="store_false",
                         help="MERIT: never drop sets when k_i grows (the paper's Algorithm 1; default: keep the "
                              "number of entries about constant, at least theta_0 sets)")
+    parser.add_argument("--pollution-limit", type=float, default=POLLUTION_LIMIT, metavar="F",
+                        help="MERIT: regenerate instead of updating a round whose sets are at least this fraction "
+                             f"polluted (default {POLLUTION_LIMIT}; above 1: always update, the paper's Algorithm 1)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"), help="default auto")
     parser.add_argument("--memory-budget", default=None,
@@ -58,6 +62,8 @@ def run(args) -> int:
     budget = parse_size(args.memory_budget) if args.memory_budget is not None else None
     if args.segments is not None and args.segments < 1:
         raise GpucoreError(f"--segments {args.segments}: must be >= 1")
+    if not args.pollution_limit > 0:
+        raise GpucoreError(f"--pollution-limit {args.pollution_limit}: must be > 0 (above 1: always update)")
     if args.threads is not None and args.threads < 1:
         raise GpucoreError(f"--threads {args.threads}: must be >= 1")
     graph = load_graph(args.graph)
@@ -65,6 +71,7 @@ def run(args) -> int:
         graph, model=model, eta=args.eta, batch=args.batch, eps=args.eps, realizations=args.realizations,
         seed=args.seed, update=args.update, threads=args.threads, backend=args.backend,
         memory_budget=budget, segments=args.segments, shrink=args.shrink, beta=args.beta,
+        pollution_limit=args.pollution_limit,
     )
     if args.output:
         emit_json(result, args.output)
