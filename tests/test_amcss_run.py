@@ -188,14 +188,14 @@ def test_shrink_policy_and_keep_all(sparse):
 
 @pytest.mark.parametrize("model", ["IC", "LT"])
 def test_pollution_limit_switches_rounds_to_regeneration(model, sparse):
-    """A round whose sets are at least ``pollution_limit`` polluted regenerates: with limit 0 every
-    round does, which is exactly PASTI (same seeds, costs and theta); above 1 no round does; the
-    default switches only the rounds that crossed it. All replay exactly."""
+    """A round that starts with at least ``pollution_limit`` of its sets polluted regenerates: with
+    limit 0 every round does, which is exactly PASTI (same seeds, costs and theta); above 1 none
+    does; in between exactly the rounds after one that crossed it. All replay exactly."""
     kw = dict(model=model, eta=200, batch=2, eps=0.5, seed=4)
     pasti = run_amcss(sparse, update=False, **kw)
     always = run_amcss(sparse, pollution_limit=0.0, **kw)
     never = run_amcss(sparse, pollution_limit=1.01, **kw)
-    default = run_amcss(sparse, **kw)
+    middle = run_amcss(sparse, pollution_limit=0.015, **kw)
 
     def fields(res):
         return [(rd["seed_ids"], rd["cost"], rd["theta"]) for rd in res["realizations"][0]["rounds"]]
@@ -203,12 +203,15 @@ def test_pollution_limit_switches_rounds_to_regeneration(model, sparse):
     assert fields(always) == fields(pasti)
     assert all(rd.get("regenerated") for rd in always["realizations"][0]["rounds"][1:])
     assert not any(rd.get("regenerated") for rd in never["realizations"][0]["rounds"])
-    rounds = default["realizations"][0]["rounds"]
+    rounds = middle["realizations"][0]["rounds"]
+    switched = [rd.get("regenerated", False) for rd in rounds[1:]]
+    assert any(switched) and not all(switched)
     for before, rd in zip(rounds, rounds[1:]):
-        assert rd.get("regenerated", False) == (before["polluted"] >= 0.9 * before["theta"])
+        assert before["pollution"] == (before["coverage"] + before["polluted"]) / before["theta"]
+        assert rd.get("regenerated", False) == (before["pollution"] >= 0.015)
         assert ("update" in rd) != rd.get("regenerated", False)
-    assert default["pollution_limit"] == 0.9 and pasti["pollution_limit"] is None
-    for res in (always, never, default):
+    assert run_amcss(sparse, **kw)["pollution_limit"] == 0.9 and pasti["pollution_limit"] is None
+    for res in (always, never, middle):
         check_with_oracle(sparse, res)
 
 

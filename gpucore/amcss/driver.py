@@ -101,8 +101,8 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
     subset of independent sets is a valid collection and the acceptance test still decides; with
     ``shrink=False`` the collection never shrinks (the paper's Algorithm 1).
 
-    ``pollution_limit`` (MERIT only): when Discover(A_i) left at least this fraction of the sets
-    polluted, the round regenerates its collection (as PASTI) instead of updating it: a polluted set
+    ``pollution_limit`` (MERIT only): when at least this fraction of the sets ended round i-1
+    polluted (covered by its batch, or holding a node it activated; the record's ``pollution``), the round regenerates its collection (as PASTI) instead of updating it: a polluted set
     is rebuilt from its inactive roots anyway (Lemma 3.6), at the cost of a fresh one, and the
     regeneration's theta doubling keeps only as many sets as the acceptance test needs. Measured at
     LiveJournal size (results/reference/bench-merit-gpu.md): 92-100 % of the sets polluted every
@@ -116,7 +116,7 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
     rnd = 0
     k_prev = 0.0
     cost = np.asarray(graph.cost)
-    polluted = None
+    pollution = None  # fraction of the sets polluted at the end of the last round (MERIT)
     while eta_i > 0:
         rnd += 1
         sec = dict.fromkeys(PHASES, 0.0)
@@ -126,8 +126,7 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
         upd_stats = None
         t = time.perf_counter()
         trimmed = 0
-        regenerated = bool(update and polluted is not None and prims.theta > 0
-                           and polluted >= pollution_limit * prims.theta)
+        regenerated = bool(update and pollution is not None and pollution >= pollution_limit)
         if regenerated:
             prims.clear()
         if update and shrink and prims.theta > 0 and k > k_prev:
@@ -196,7 +195,10 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
         if regenerated:
             record["regenerated"] = True
         if polluted is not None:
+            # flagged: the sets the batch covers (flagged by Select) and those Discover(A_i) flagged
+            pollution = (coverage + polluted) / prims.theta if prims.theta else None
             record["polluted"] = int(polluted)
+            record["pollution"] = pollution
         rounds.append(record)
         if on_round is not None:
             on_round(record)
