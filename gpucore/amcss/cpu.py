@@ -185,16 +185,11 @@ class CpuPrimitives(CollectionSizing, Primitives):
 
     # ---- collection --------------------------------------------------------------------------
     def generate(self, theta_new: int, k: float, rnd: int) -> None:
-        c = self.coll
-        theta_prev = c.theta
-        if theta_new <= theta_prev:
+        room = self._make_room(theta_new, k)
+        if room is None:
             return
-        if theta_new >= 2**31 - 1:
-            raise GpucoreError(f"amcss: {theta_new:,} mRR-sets exceed the int32 coverage counters")
-        self._ensure_slots(theta_new)
-        avg = c.entries / theta_prev if theta_prev else max(1.0, k) * 4.0 + 4.0
-        if self.preplan:
-            self._ensure_entries(c.entries + (theta_new - theta_prev) * avg)
+        theta_prev, avg = room
+        c = self.coll
         id_base = c.next_id
         while True:
             c = self.coll

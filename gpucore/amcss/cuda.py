@@ -378,16 +378,11 @@ class CudaPrimitives(CollectionSizing, Primitives):
     # ---- collection --------------------------------------------------------------------------
     @_device_oom_guard
     def generate(self, theta_new: int, k: float, rnd: int) -> None:
-        c = self.coll
-        theta_prev = c.theta
-        if theta_new <= theta_prev:
+        room = self._make_room(theta_new, k)
+        if room is None:
             return
-        if theta_new >= 2**31 - 1:
-            raise GpucoreError(f"amcss: {theta_new:,} mRR-sets exceed the int32 coverage counters")
-        self._ensure_slots(theta_new)
-        avg = c.entries / theta_prev if theta_prev else max(1.0, k) * 4.0 + 4.0
-        if self.preplan:
-            self._ensure_entries(c.entries + (theta_new - theta_prev) * avg)
+        theta_prev = room[0]
+        c = self.coll
         id_base = c.next_id
         busy = min(self.S, theta_new - theta_prev)  # segments that get new sets
         warps = 1

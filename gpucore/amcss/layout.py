@@ -184,6 +184,22 @@ class CollectionSizing:
         need = self.budget.fixed + c.nbytes + collection_bytes(c.S, max(l, int(c.l * 1.25)), c.L)
         return need <= self.budget.budget
 
+    def _make_room(self, theta_new: int, k: float) -> tuple[int, float] | None:
+        """Before a Generate up to ``theta_new`` sets of about k roots: slots, and (preplanned)
+        entries at the collection's mean set size. Returns (current theta, expected entries per
+        new set), or None when ``theta_new`` adds nothing."""
+        c = self.coll
+        theta_prev = c.theta
+        if theta_new <= theta_prev:
+            return None
+        if theta_new >= 2**31 - 1:
+            raise GpucoreError(f"amcss: {theta_new:,} mRR-sets exceed the int32 coverage counters")
+        self._ensure_slots(theta_new)
+        avg = c.entries / theta_prev if theta_prev else max(1.0, k) * 4.0 + 4.0
+        if self.preplan:
+            self._ensure_entries(c.entries + (theta_new - theta_prev) * avg)
+        return theta_prev, avg
+
     def _trim_to_fit(self, growth: float, min_keep: int | None) -> int:
         """Before an Update that grows the sets by ``growth``: drop the newest sets (never below
         ``min_keep``) while the grown collection would not fit the budget, rather than fail.
