@@ -99,14 +99,6 @@ class CpuPrimitives(CollectionSizing, Primitives):
         self._empty()
         self.coll.next_id = 0
 
-    @property
-    def n_residual(self) -> int:
-        return int(self.n_res)
-
-    @property
-    def theta(self) -> int:
-        return int(self.coll.theta)
-
     # ---- layout management -------------------------------------------------------------------
     def _allocate(self, S: int, L: int, l: int, old: Collection | None) -> Collection:
         current = old.nbytes if old is not None else 0

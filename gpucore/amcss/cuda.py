@@ -282,14 +282,6 @@ class CudaPrimitives(CollectionSizing, Primitives):
         self.coll.next_id = 0
         self.k_last = 1.0
 
-    @property
-    def n_residual(self) -> int:
-        return int(self.n_res)
-
-    @property
-    def theta(self) -> int:
-        return int(self.coll.theta)
-
     # ---- layout management -------------------------------------------------------------------
     def _allocate(self, S: int, L: int, l: int, old: Collection | None) -> Collection:
         be = self.backend

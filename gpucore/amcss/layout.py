@@ -144,9 +144,17 @@ def collection_sets(coll: Collection, to_host=np.asarray) -> dict[int, tuple[fro
 class CollectionSizing:
     """How a backend's collection grows, shared by the CPU and CUDA primitives.
 
-    The host class provides ``coll`` (a ``Collection``), ``S``, ``budget`` (``MemoryBudget``),
+    The host class provides ``coll`` (a ``Collection``), ``n_res``, ``S``, ``budget`` (``MemoryBudget``),
     ``preplan``, ``trim(theta_keep)`` and ``_reshape(l=..., L=...)`` (re-lay out into larger arrays,
     raising ``GpucoreError`` over budget); ``_host`` turns a backend array into a NumPy one."""
+
+    @property
+    def n_residual(self) -> int:
+        return int(self.n_res)
+
+    @property
+    def theta(self) -> int:
+        return int(self.coll.theta)
 
     def _host(self, arr) -> np.ndarray:
         return np.asarray(arr)
