@@ -3,7 +3,7 @@
 
     python3 benchmarks/bench_merit_gpu.py OUT --shared-data .shared_data [--parts compare,beta,scale]
         [--graphs email-Eu-core,...,dblp,youtube,livejournal] [--models IC,LT] [--budget 480]
-        [--pasti-budget 300] [--threads 16]
+        [--pasti-budget 300] [--threads 16] [--etas IC=5000:25000,LT=2500:12500]
 
 Parts (each designed to fit one 10-minute command on a 16-core GPU host; ``--budget`` seconds for
 the whole invocation, cells that would start later are recorded as skipped):
@@ -13,6 +13,8 @@ the whole invocation, cells that would start later are recorded as skipped):
   PASTI cell over its limit is marked skipped, and the speedup reported only as the lower bound
   limit / MERIT time, never extrapolated). Same run seed everywhere: the GPU regeneration must
   select exactly PASTI's seeds (``identical``), being the same computation on another backend.
+  ``--etas`` replaces each graph's eta by a list per model (one row per eta; e.g. the paper's range
+  at LiveJournal size, 5K..25K IC and 2.5K..12.5K LT); ``--pasti-budget 0`` leaves PASTI out.
 - ``beta``: GPU MERIT at beta = 1, 2, 4, 8, 16 (paper Figures 9-10), results must not change.
 - ``scale`` (``scale-ic``, ``scale-lt``; run first): LiveJournal-size IC eta=25000 b=16 and LT eta=12500 b=4,
   one realization each, with a 64 GiB memory budget (what an 80 GB H100 offers), peak device
@@ -115,6 +117,8 @@ def gpu_cell(graph, model: str, eta: int, b: int, update: bool, beta: int | None
         "cost": s["mean_total_cost"], "cost_normalized": s["mean_total_cost_normalized"],
         "rounds": len(rec["rounds"]), "seeds": rec["seeds_count"], "active": rec["active"], "reached": rec["reached"],
         "theta_per_round": [rd["theta"] for rd in rec["rounds"]],
+        "regenerated_rounds": sum(bool(rd.get("regenerated")) for rd in rec["rounds"][1:]),
+        "pollution_per_round": [rd.get("pollution") for rd in rec["rounds"]],
         "arcs_probed": arcs, "arcs_per_second": (arcs["generate"] + arcs["update"]) / sampling if sampling > 0 else None,
         "device_memory": res.get("device_memory"), "beta": res.get("beta"), "segments": res.get("segments"),
         "seed_ids": [rd["seed_ids"] for rd in rec["rounds"]],
@@ -143,7 +147,9 @@ def _free_pool() -> None:
 
 
 def pasti_cell(path: Path, model: str, eta: int, b: int, args, out: Path, name: str, timeout: float) -> dict:
-    cell = out / "cells" / f"{name}-{model}-PASTI{args.threads}.json"
+    cell = out / "cells" / f"{name}-{model}-eta{eta}-PASTI{args.threads}.json"
+    if args.pasti_budget <= 0:
+        return {"status": "not run (--pasti-budget 0)"}
     cmd = [sys.executable, "-m", "gpucore", "amcss", "--graph", str(path), "--model", model, "--eta", str(eta),
            "--batch", str(b), "--eps", str(args.eps), "--realizations", "1", "--seed", str(args.seed),
            "--backend", "cpu", "--no-update", "--threads", str(args.threads), "-o", str(cell)]
@@ -224,8 +230,8 @@ class Report:
                 "",
                 "| graph | n | m | model | eta | b | MERIT s (gen / upd / other) | regen s (gen / other) | PASTI s "
                 "| MERIT vs PASTI | MERIT vs regen | regen == PASTI seeds | cost M / R / P | rounds M / R / P "
-                "| arcs/s (MERIT) | peak mem |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+                "| MERIT rounds regenerated (pollution limit) | arcs/s (MERIT) | peak mem |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
             ]
             for row in self.compare:
                 m, r, p = row.get("merit"), row.get("regen"), row.get("pasti")
@@ -244,8 +250,10 @@ class Report:
                 cost = " / ".join(f"{c['cost']:.2f}" if c and c.get("status") == "ok" else "-" for c in (m, r, p))
                 rounds = " / ".join(str(c["rounds"]) if c and c.get("status") == "ok" else "-" for c in (m, r, p))
                 aps = f"{m['arcs_per_second'] / 1e9:.2f} G" if m and m.get("arcs_per_second") else "-"
+                regen_rounds = (f"{m['regenerated_rounds']} of {m['rounds'] - 1}" if m and m.get("status") == "ok"
+                                else "-")
                 lines.append(f"| {row['graph']} | {row['n']:,} | {row['m']:,} | {row['model']} | {row['eta']} | {row['b']} "
-                             f"| {ms} | {rs} | {self._s(p)} | {sp} | {sr} | {ident} | {cost} | {rounds} | {aps} "
+                             f"| {ms} | {rs} | {self._s(p)} | {sp} | {sr} | {ident} | {cost} | {rounds} | {regen_rounds} | {aps} "
                              f"| {self._mem(m)} |")
             lines.append("")
         if self.beta:
@@ -284,6 +292,19 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
+def parse_etas(text: str | None) -> dict[str, list[int]]:
+    """``IC=5000:25000,LT=2500`` -> {"IC": [5000, 25000], "LT": [2500]} (empty: each graph's own eta)."""
+    out: dict[str, list[int]] = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        model, _, values = item.partition("=")
+        if model.strip().upper() not in ("IC", "LT") or not values:
+            raise SystemExit(f"bench_merit_gpu: --etas item {item!r} is not MODEL=ETA[:ETA...]")
+        out[model.strip().upper()] = [int(v) for v in values.split(":")]
+    return out
+
+
 def warm_up() -> None:
     """Compile the kernels and the host diffusion once, so that no cell pays for it."""
     from gpucore.amcss import run_amcss
@@ -308,6 +329,7 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=480.0, help="seconds for this invocation (0: unlimited)")
     p.add_argument("--pasti-budget", type=float, default=300.0, help="seconds per PASTI cell at most")
     p.add_argument("--threads", type=int, default=16, help="PASTI's CPU threads")
+    p.add_argument("--etas", default=None, help="compare: eta lists per model, e.g. IC=5000:25000,LT=2500:12500")
     p.add_argument("--eps", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
@@ -341,6 +363,7 @@ def main(argv=None) -> int:
     warm_up()
     log(f"warm-up done at {time.perf_counter() - t0:.0f}s")
     models = [m.strip().upper() for m in args.models.split(",") if m.strip()]
+    etas = parse_etas(args.etas)
     cache = Path(args.cache)
 
     def cell_io(name, model, tag, res):
@@ -383,9 +406,8 @@ def main(argv=None) -> int:
                 log(f"skip {name}: {exc}")
                 continue
             graph = load_graph(path)
-            for model in models:
+            for model, eta in [(mo, e) for mo in models for e in etas.get(mo, [GRAPHS[name]["eta"][mo]])]:
                 spec = GRAPHS[name]
-                eta = spec["eta"][model]
                 b = spec["b"] if model == "IC" else LT_BATCH
                 row = {"graph": spec.get("title", name), "key": name, "model": model, "eta": eta, "b": b,
                        "n": int(graph.n), "m": int(graph.m)}
@@ -396,7 +418,7 @@ def main(argv=None) -> int:
                         continue
                     try:
                         row[tag], res = gpu_cell(graph, model, eta, b, update, None, args)
-                        cell_io(name, model, f"gpu-{tag}", res)
+                        cell_io(name, model, f"eta{eta}-gpu-{tag}", res)
                     except Exception as exc:  # keep the other cells
                         row[tag] = {"status": f"error: {type(exc).__name__}: {str(exc)[:300]}"}
                         _free_pool()

@@ -127,30 +127,12 @@ class CpuPrimitives(CollectionSizing, Primitives):
         c.theta = 0
         c.entries = 0
 
-    def _reshape(self, L: int | None = None, l: int | None = None) -> None:
-        """Give the collection more slots per segment (L) and/or longer segments (l), same content."""
-        old = self.coll
-        L = max(L or old.L, old.L)
-        l = max(l or old.l, old.l)
-        if L == old.L and l == old.l:
-            return
-        if l > old.l:
-            span = int((old.hi - old.lo).max()) if old.S else 0
-            assert span <= old.l
-        new = self._allocate(old.S, L, l, old)
-        if l != old.l:
-            self._k("relayout_kernel", old.entries)(old.S, old.l, old.mrr, l, new.mrr, old.lo, old.hi)
-            self.stats["relayouts"] += 1
-        else:
-            new.mrr = old.mrr
-        if L != old.L:
-            self._k("reslot_kernel", old.theta)(old.S, old.L, L, old.offset, old.nroots, old.set_id, old.flag,
-                            new.offset, new.nroots, new.set_id, new.flag, old.count)
-        else:
-            new.offset, new.nroots, new.set_id, new.flag = old.offset, old.nroots, old.set_id, old.flag
-        new.count, new.lo, new.hi, new.status, new.upd = old.count, old.lo, old.hi, old.status, old.upd
-        new.theta, new.next_id, new.entries, new.stats = old.theta, old.next_id, old.entries, old.stats
-        self.coll = new
+    def _relayout(self, old, new) -> None:
+        self._k("relayout_kernel", old.entries)(old.S, old.l, old.mrr, new.l, new.mrr, old.lo, old.hi)
+
+    def _reslot(self, old, new) -> None:
+        self._k("reslot_kernel", old.theta)(old.S, old.L, new.L, old.offset, old.nroots, old.set_id, old.flag,
+                                            new.offset, new.nroots, new.set_id, new.flag, old.count)
 
     def _k(self, name: str, work: float):
         """The parallel kernel ``name``, or its serial twin for small work or one thread."""

@@ -317,34 +317,14 @@ class CudaPrimitives(CollectionSizing, Primitives):
     def _grid(self, items: int, per_block: int, cap: int) -> int:
         return int(max(1, min(cap, -(-int(items) // per_block))))
 
-    def _reshape(self, L: int | None = None, l: int | None = None) -> None:
-        """More slots per segment (L) and/or longer segments (l), same content (as on the CPU)."""
-        old = self.coll
-        L = max(L or old.L, old.L)
-        l = max(l or old.l, old.l)
-        if L == old.L and l == old.l:
-            return
-        if l > old.l:
-            span = int(self._host(old.hi - old.lo).max()) if old.S else 0
-            if span > old.l:
-                raise GpucoreError(f"internal error: a segment's live range {span} exceeds its length {old.l}")
-        new = self._allocate(old.S, L, l, old)
-        if l != old.l:
-            self._kern["amcss_relayout"]((self._grid(old.S, 1, self.sms * 16),), (256,),
-                                         (np.int32(old.S), _i64(old.l), old.mrr, _i64(l), new.mrr, old.lo, old.hi))
-            self.stats["relayouts"] += 1
-        else:
-            new.mrr = old.mrr
-        if L != old.L:
-            self._kern["amcss_reslot"]((self._grid(old.S, 1, self.sms * 16),), (128,),
-                                       (np.int32(old.S), _i64(old.L), _i64(L), old.offset, old.nroots, old.set_id,
-                                        old.flag, new.offset, new.nroots, new.set_id, new.flag, old.count))
-        else:
-            new.offset, new.nroots, new.set_id, new.flag = old.offset, old.nroots, old.set_id, old.flag
-        new.count, new.lo, new.hi, new.status, new.upd = old.count, old.lo, old.hi, old.status, old.upd
-        new.theta, new.next_id, new.entries, new.stats = old.theta, old.next_id, old.entries, old.stats
-        self.coll = new
-        del old
+    def _relayout(self, old, new) -> None:
+        self._kern["amcss_relayout"]((self._grid(old.S, 1, self.sms * 16),), (256,),
+                                     (np.int32(old.S), _i64(old.l), old.mrr, _i64(new.l), new.mrr, old.lo, old.hi))
+
+    def _reslot(self, old, new) -> None:
+        self._kern["amcss_reslot"]((self._grid(old.S, 1, self.sms * 16),), (128,),
+                                   (np.int32(old.S), _i64(old.L), _i64(new.L), old.offset, old.nroots, old.set_id,
+                                    old.flag, new.offset, new.nroots, new.set_id, new.flag, old.count))
 
     def _segment_stats(self):
         """(polluted sets, entries) per segment, on the device."""

@@ -145,8 +145,10 @@ class CollectionSizing:
     """How a backend's collection grows, shared by the CPU and CUDA primitives.
 
     The host class provides ``coll`` (a ``Collection``), ``n_res``, ``S``, ``budget`` (``MemoryBudget``),
-    ``preplan``, ``trim(theta_keep)`` and ``_reshape(l=..., L=...)`` (re-lay out into larger arrays,
-    raising ``GpucoreError`` over budget); ``_host`` turns a backend array into a NumPy one."""
+    ``preplan``, ``trim(theta_keep)``, ``stats``, ``_allocate(S, L, l, old)`` (new arrays, raising
+    ``GpucoreError`` over budget) and the copy kernels ``_relayout(old, new)`` (each segment's live
+    range into longer segments) and ``_reslot(old, new)`` (per-slot arrays into more slots);
+    ``_host`` turns a backend array into a NumPy one."""
 
     @property
     def n_residual(self) -> int:
@@ -158,6 +160,31 @@ class CollectionSizing:
 
     def _host(self, arr) -> np.ndarray:
         return np.asarray(arr)
+
+    def _reshape(self, L: int | None = None, l: int | None = None) -> None:
+        """Give the collection more slots per segment (L) and/or longer segments (l), same content."""
+        old = self.coll
+        L = max(L or old.L, old.L)
+        l = max(l or old.l, old.l)
+        if L == old.L and l == old.l:
+            return
+        if l > old.l:
+            span = int(self._host(old.hi - old.lo).max()) if old.S else 0
+            if span > old.l:
+                raise GpucoreError(f"internal error: a segment's live range {span} exceeds its length {old.l}")
+        new = self._allocate(old.S, L, l, old)
+        if l != old.l:
+            self._relayout(old, new)
+            self.stats["relayouts"] += 1
+        else:
+            new.mrr = old.mrr
+        if L != old.L:
+            self._reslot(old, new)
+        else:
+            new.offset, new.nroots, new.set_id, new.flag = old.offset, old.nroots, old.set_id, old.flag
+        new.count, new.lo, new.hi, new.status, new.upd = old.count, old.lo, old.hi, old.status, old.upd
+        new.theta, new.next_id, new.entries, new.stats = old.theta, old.next_id, old.entries, old.stats
+        self.coll = new
 
     def _ensure_slots(self, theta: int) -> None:
         need = -(-theta // self.S) + 1

@@ -27,18 +27,8 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_generate(
         if (threadIdx.x == 0) atomicAdd(&errors[AM_ERR_BLOCK], 1);
         return;
     }
-    am_graph g;
-    g.in_indptr = in_indptr;
-    g.in_src = in_src;
-    g.in_eid = in_eid;
-    g.in_w = in_w;
-    g.lt_cum = lt_cum;
-    g.active = active;
-    g.residual = residual;
-    g.n_res = n_res;
-    g.is_lt = is_lt;
-    g.errors = errors;
-    g.probes = probes;
+    const am_graph g =
+        am_make_graph(in_indptr, in_src, in_eid, in_w, lt_cum, active, residual, n_res, is_lt, errors, probes);
     unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * bm_words;
     for (int s = (int)blockIdx.x; s < S; s += (int)gridDim.x) {
         const gc_i64 ob = (gc_i64)s * L;
@@ -199,18 +189,8 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_update(
         if (threadIdx.x == 0) atomicAdd(&errors[AM_ERR_BLOCK], 1);
         return;
     }
-    am_graph g;
-    g.in_indptr = in_indptr;
-    g.in_src = in_src;
-    g.in_eid = in_eid;
-    g.in_w = in_w;
-    g.lt_cum = lt_cum;
-    g.active = active;
-    g.residual = residual;
-    g.n_res = n_res;
-    g.is_lt = is_lt;
-    g.errors = errors;
-    g.probes = probes;
+    const am_graph g =
+        am_make_graph(in_indptr, in_src, in_eid, in_w, lt_cum, active, residual, n_res, is_lt, errors, probes);
     unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * bm_words;
     for (int i = (int)blockIdx.x; i < nseg; i += (int)gridDim.x) {
         const int s = seg_list[i];

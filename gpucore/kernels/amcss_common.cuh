@@ -57,6 +57,26 @@ struct am_graph {
     unsigned long long* probes;  // arcs probed (IC: coins drawn; LT: choices drawn), for throughput figures
 };
 
+// The graph view of one launch (the kernels' graph arguments gathered).
+__device__ __forceinline__ am_graph am_make_graph(const gc_i64* in_indptr, const int* in_src, const int* in_eid,
+                                                  const float* in_w, const gc_i64* lt_cum,
+                                                  const unsigned char* active, const int* residual, gc_i64 n_res,
+                                                  int is_lt, int* errors, unsigned long long* probes) {
+    am_graph g;
+    g.in_indptr = in_indptr;
+    g.in_src = in_src;
+    g.in_eid = in_eid;
+    g.in_w = in_w;
+    g.lt_cum = lt_cum;
+    g.active = active;
+    g.residual = residual;
+    g.n_res = n_res;
+    g.is_lt = is_lt;
+    g.errors = errors;
+    g.probes = probes;
+    return g;
+}
+
 struct am_shared {
     unsigned long long pos;   // next free logical position of the set being built
     unsigned long long fail;  // smallest refused reservation: the committed end after an overflow
@@ -514,6 +534,17 @@ __device__ void am_clear_marks(gc_i64 p0, gc_i64 p1, const int* seg, gc_i64 l, g
     }
 }
 
+// End of am_build_set (block-wide): publish status st and end, count the set's probed arcs.
+__device__ __forceinline__ void am_set_result(int st, gc_i64 end, const am_graph& g, am_shared* sh) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        sh->st = st;
+        sh->end = end;
+        if (g.probes) atomicAdd(g.probes, sh->arcs);
+    }
+    __syncthreads();
+}
+
 // Build set j at logical position bw of the segment (all threads of the block call it with the same
 // arguments); never writes at or past `guard`. Results in sh->st (0 done, 1 guard hit), sh->end (the
 // set's end), and for a guard hit sh->ms/me/mn: where the source now is (-1: untouched), as
@@ -599,26 +630,14 @@ __device__ void am_build_set(int mode, int* seg, gc_i64 l, gc_i64 bw, gc_i64 gua
         } else {
             am_clear_marks(bw, end, seg, l, bw, bw_phys, bm);
         }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            sh->st = 1;
-            sh->end = end;
-            if (g.probes) atomicAdd(g.probes, sh->arcs);
-        }
-        __syncthreads();
+        am_set_result(1, end, g, sh);
         return;
     }
     const gc_i64 end = (gc_i64)sh->pos;
     if (mode == AM_MODE_CLEAN && t > 0) am_partition_roots(bw + c, t, end, seg, l, bw, bw_phys, bm, sh);
     __syncthreads();
     am_clear_marks(bw, end, seg, l, bw, bw_phys, bm);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        sh->st = 0;
-        sh->end = end;
-        if (g.probes) atomicAdd(g.probes, sh->arcs);
-    }
-    __syncthreads();
+    am_set_result(0, end, g, sh);
 }
 
 #endif  // AMCSS_COMMON_CUH

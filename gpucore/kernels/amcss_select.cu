@@ -83,6 +83,15 @@ extern "C" __global__ void amcss_argmax_final(const double* __restrict__ part_r,
     }
 }
 
+// One warp takes the len members of a set (physical start sp of a segment of length l) out of cnt.
+__device__ __forceinline__ void ams_uncount(const int* seg, gc_i64 sp, gc_i64 len, gc_i64 l, int lane, int* cnt) {
+    for (gc_i64 i = lane; i < len; i += 32) {
+        gc_i64 p = sp + i;
+        if (p >= l) p -= l;
+        atomicSub(&cnt[seg[p]], 1);
+    }
+}
+
 // Flag the unflagged sets holding node *node_ptr (use_node = 1; nothing when it is -1) or any v with
 // mask[v] != 0 (use_node = 0), and take their members out of cnt; newly[0] += sets flagged.
 extern "C" __global__ void amcss_discover(int S, gc_i64 L, gc_i64 l, const int* __restrict__ mrr,
@@ -119,11 +128,7 @@ extern "C" __global__ void amcss_discover(int S, gc_i64 L, gc_i64 l, const int* 
                 flag[o] = 1;
                 atomicAdd(newly, 1ULL);
             }
-            for (gc_i64 i = lane; i < len; i += 32) {
-                gc_i64 p = sp + i;
-                if (p >= l) p -= l;
-                atomicSub(&cnt[seg[p]], 1);
-            }
+            ams_uncount(seg, sp, len, l, lane, cnt);
         }
         __syncwarp();
     }
@@ -144,11 +149,7 @@ extern "C" __global__ void amcss_trim_sets(int S, gc_i64 L, gc_i64 l, const int*
         const gc_i64 start = offset[o], len = offset[o + 1] - start;
         const gc_i64 sp = start % l;
         const int* seg = mrr + s * l;
-        for (gc_i64 i = lane; i < len; i += 32) {
-            gc_i64 p = sp + i;
-            if (p >= l) p -= l;
-            atomicSub(&cnt[seg[p]], 1);
-        }
+        ams_uncount(seg, sp, len, l, lane, cnt);
     }
 }
 
@@ -166,6 +167,7 @@ extern "C" __global__ void amcss_trim_segments(int S, gc_i64 L, const gc_i64* __
 }
 
 // Per segment: number of flagged sets among its count[s] slots (polluted[s]) and its entries (entries[s]).
+// One warp per block (the host launches 32 threads): the sum is a warp reduction.
 extern "C" __global__ void amcss_segment_stats(int S, gc_i64 L, const gc_i64* __restrict__ offset,
                                                const unsigned char* __restrict__ flag,
                                                const gc_i64* __restrict__ count, int* __restrict__ polluted,
