@@ -231,6 +231,33 @@ def test_select_ties_and_exclusion():
     assert not gpu_p.excluded.any()
 
 
+def test_select_ends_the_batch_when_every_set_is_covered():
+    """A hub in every set (a sure arc to each node) covers all sets with the first pick: the batch
+    stops there on both backends instead of adding zero-gain seeds (ties would take the lowest
+    ids), while b picks are made when each still covers something."""
+    n = 30
+    src = [0] * (n - 1) + list(range(1, n - 1))
+    dst = list(range(1, n)) + list(range(2, n))
+    graph = dedup_graph(n, src, dst, prob=[1.0] * (n - 1) + [0.0] * (n - 2),
+                        cost=np.ones(n, dtype=np.float32), name="hub")
+    cpu_p = cpu(graph, "IC", segments=2)
+    gpu_p = emulated(graph, "IC", segments=3)
+    for p in (cpu_p, gpu_p):
+        p.start(1, 1)
+        p.generate(200, 1.0, 1)
+    for p in (cpu_p, gpu_p):
+        seeds, coverage = p.select(4)
+        assert seeds.tolist() == [0] and coverage == 200
+    assert snapshot(gpu_p) == snapshot(cpu_p)
+    assert not gpu_p.excluded.any() and not cpu_p.excluded.any()
+    # without the hub's sure arcs every pick covers new sets: a full batch of 4
+    free = dedup_graph(n, src, dst, prob=[0.0] * (2 * n - 3), cost=np.ones(n, dtype=np.float32), name="free")
+    for p in (cpu(free, "IC", segments=2), emulated(free, "IC", segments=3)):
+        p.start(1, 1)
+        p.generate(200, 1.0, 1)
+        assert len(p.select(4)[0]) == 4
+
+
 @pytest.mark.parametrize("model", ["IC", "LT"])
 @pytest.mark.parametrize("update", [True, False])
 def test_whole_runs_equal_cpu_and_replay(model, update, pa_small):

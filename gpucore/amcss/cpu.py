@@ -249,7 +249,7 @@ class CpuPrimitives(CollectionSizing, Primitives):
         coverage = 0
         for q in range(b):
             u = int(argmax(self.cnt2, self.cost, self.residual, np.int64(self.n_res), self.excluded))
-            if u < 0:
+            if u < 0 or (q > 0 and self.cnt2[u] == 0):  # nothing left to cover: the batch ends
                 break
             coverage += int(self.cnt2[u])
             seeds.append(u)

@@ -68,7 +68,10 @@ class Primitives(ABC):
         cnt'[v] / c(v) (float64 ratio, ties to the lowest id, chosen nodes excluded), then
         Discover({u}) flags the sets holding u and takes their members out of cnt' (the last pick's
         Discover may be skipped when ``last_discover`` is False: PASTI rebuilds cnt every round).
-        Returns (internal seed ids, coverage Lambda = number of sets covered)."""
+        The batch ends early at a pick after the first whose best cnt' is 0: every set is covered,
+        a further seed would add cost and no estimated spread (docs/amcss.md, deviation 3).
+        Returns (internal seed ids, fewer than b when it ended early; coverage Lambda = number of
+        sets covered)."""
 
     @abstractmethod
     def commit(self) -> None:

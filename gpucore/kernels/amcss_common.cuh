@@ -85,6 +85,7 @@ struct am_shared {
     gc_i64 lvl_end;
     int overflow;
     int lvl_overflow;
+    int promoted;  // members the root draw turned into roots (they stay where they are)
     int scan[AM_MAX_WARPS];
     int scan_ex[AM_MAX_WARPS];
     int scan_total;
@@ -354,6 +355,8 @@ __device__ void am_draw_roots(gc_i64 t, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw
             }
         }
         pos += nf;
+        const unsigned tm = __ballot_sync(AM_FULL, take);
+        if (lane == 0) sh->promoted += __popc(tm & ~fm);
         const gc_i64 pm = __popc(m);
         got += pm < need ? pm : need;
         d += 32;
@@ -477,6 +480,20 @@ __device__ void am_partition_roots(gc_i64 a, gc_i64 rn, gc_i64 e, int* seg, gc_i
     }
 }
 
+// Roots first when no member was promoted: [a, f) holds the old non-root members and [f, f + t) the
+// t fresh roots (appended by the draw before any probe); swapping the first x = min(t, f - a)
+// members with the last x fresh roots puts every root before a + t. O(t) instead of a scan of the set.
+__device__ void am_swap_fresh_roots(gc_i64 a, gc_i64 f, gc_i64 t, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw_phys) {
+    const gc_i64 x = t < f - a ? t : f - a;
+    for (gc_i64 i = threadIdx.x; i < x; i += blockDim.x) {
+        const gc_i64 i1 = am_wrap(bw_phys + (a + i - bw), l);
+        const gc_i64 i2 = am_wrap(bw_phys + (f + t - x + i - bw), l);
+        const int v1 = seg[i1];
+        seg[i1] = seg[i2];
+        seg[i2] = v1;
+    }
+}
+
 // Copy n entries from logical src to logical dst of the segment (dst >= src, dst - src <= l:
 // chunks in increasing order, each read completely before it is written, never overwrite an entry
 // not yet read). mode 0 (clean source): copy all, mark V (and R for source index < nroot_mark).
@@ -494,8 +511,14 @@ __device__ gc_i64 am_move(int mode, gc_i64 src, gc_i64 n, gc_i64 dst, gc_i64 nro
             v = seg[am_wrap(sp + i, l)];
             keep = (mode == 0) || !g.active[v];
         }
-        int tot;
-        const int rank = am_block_scan(keep, &tot, sh);  // all reads of this chunk happen before its writes
+        int tot, rank;
+        if (mode == 0) {  // everything is kept: no compaction, one barrier orders this chunk's reads before its writes
+            tot = n - base < (gc_i64)blockDim.x ? (int)(n - base) : (int)blockDim.x;
+            rank = (int)threadIdx.x;
+            __syncthreads();
+        } else {
+            rank = am_block_scan(keep, &tot, sh);  // all reads of this chunk happen before its writes
+        }
         if (keep) {
             seg[am_wrap(dp + w + rank, l)] = v;
             const unsigned b = am_bit(v);
@@ -557,6 +580,7 @@ __device__ void am_build_set(int mode, int* seg, gc_i64 l, gc_i64 bw, gc_i64 gua
     __syncthreads();
     if (threadIdx.x == 0) {
         sh->pos = (unsigned long long)bw;
+        sh->promoted = 0;
         sh->arcs = 0ULL;
         sh->fail = ~0ULL;
         sh->overflow = 0;
@@ -634,7 +658,12 @@ __device__ void am_build_set(int mode, int* seg, gc_i64 l, gc_i64 bw, gc_i64 gua
         return;
     }
     const gc_i64 end = (gc_i64)sh->pos;
-    if (mode == AM_MODE_CLEAN && t > 0) am_partition_roots(bw + c, t, end, seg, l, bw, bw_phys, bm, sh);
+    if (mode == AM_MODE_CLEAN && t > 0) {
+        if (!complement && sh->promoted == 0)  // the t new roots sit right after the old members
+            am_swap_fresh_roots(bw + c, mem_hi, t, seg, l, bw, bw_phys);
+        else
+            am_partition_roots(bw + c, t, end, seg, l, bw, bw_phys, bm, sh);
+    }
     __syncthreads();
     am_clear_marks(bw, end, seg, l, bw, bw_phys, bm);
     am_set_result(0, end, g, sh);

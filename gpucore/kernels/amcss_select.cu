@@ -5,7 +5,8 @@
 // (ratio, id) per block) then amcss_argmax_final (one block) writes the chosen node to seeds[q], adds
 // its count to the coverage and excludes it; amcss_discover then reads the node from seeds[q].
 // The ratio is (double)cnt[v] / (double)cost[v] (IEEE division, as kernels_cpu.argmax_ratio), the
-// maximum wins, ties go to the lowest id; an empty candidate set gives -1.
+// maximum wins, ties go to the lowest id; an empty candidate set gives -1, and so does a pick after
+// the first whose best count is 0 (nothing left to cover: the batch ends, CudaPrimitives.select).
 // Discover: one warp per set (global index g: segment g % S, slot g / S), ballot-early-exit scan,
 // then the warp takes the set's members out of cnt with atomicSub.
 #include "gc_random.cuh"
@@ -73,7 +74,8 @@ extern "C" __global__ void amcss_argmax_final(const double* __restrict__ part_r,
     for (int i = threadIdx.x; i < nparts; i += blockDim.x) ams_better(br, bv, part_r[i], part_v[i]);
     ams_reduce(br, bv);
     if (threadIdx.x == 0) {
-        if (bv == AMS_NONE) {
+        // the batch ends at the first pick with nothing left to cover (every later pick too)
+        if (bv == AMS_NONE || (q > 0 && (seeds[q - 1] < 0 || cnt[bv] == 0))) {
             seeds[q] = -1;
         } else {
             seeds[q] = bv;
