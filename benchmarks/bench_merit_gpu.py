@@ -13,7 +13,7 @@ the whole invocation, cells that would start later are recorded as skipped):
   PASTI cell over its limit is marked skipped, and the speedup reported only as the lower bound
   limit / MERIT time, never extrapolated). Same run seed everywhere: the GPU regeneration must
   select exactly PASTI's seeds (``identical``), being the same computation on another backend.
-  ``--etas`` replaces each graph's eta by a list per model (one row per eta; e.g. the paper's range
+  ``--etas`` replaces each graph's eta by a list per model (compare and beta: one row per eta; e.g. the paper's range
   at LiveJournal size, 5K..25K IC and 2.5K..12.5K LT); ``--pasti-budget 0`` leaves PASTI out.
 - ``beta``: GPU MERIT at beta = 1, 2, 4, 8, 16 (paper Figures 9-10), results must not change.
 - ``scale`` (``scale-ic``, ``scale-lt``; run first): LiveJournal-size IC eta=25000 b=16 and LT eta=12500 b=4,
@@ -436,9 +436,8 @@ def main(argv=None) -> int:
         for name in [g.strip() for g in args.beta_graphs.split(",") if g.strip()]:
             path = build_graph(name, GRAPHS[name], shared, cache, log)
             graph = load_graph(path)
-            for model in models:
+            for model, eta in [(mo, e) for mo in models for e in etas.get(mo, [GRAPHS[name]["eta"][mo]])]:
                 spec = GRAPHS[name]
-                eta = spec["eta"][model]
                 b = spec["b"] if model == "IC" else LT_BATCH
                 ref = None
                 for beta in (8, 1, 2, 4, 16):
