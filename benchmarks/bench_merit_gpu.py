@@ -329,7 +329,7 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=480.0, help="seconds for this invocation (0: unlimited)")
     p.add_argument("--pasti-budget", type=float, default=300.0, help="seconds per PASTI cell at most")
     p.add_argument("--threads", type=int, default=16, help="PASTI's CPU threads")
-    p.add_argument("--etas", default=None, help="compare: eta lists per model, e.g. IC=5000:25000,LT=2500:12500")
+    p.add_argument("--etas", default=None, help="compare and beta: eta lists per model, e.g. IC=5000:25000,LT=2500:12500")
     p.add_argument("--eps", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
