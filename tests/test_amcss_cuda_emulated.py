@@ -231,6 +231,13 @@ def test_select_ties_and_exclusion():
     assert not gpu_p.excluded.any()
 
 
+def test_auto_beta_follows_the_roots_per_set():
+    """One warp per set below 2,048 roots per set, then a power of two per 1,024 roots, at most 8."""
+    from gpucore.amcss.cuda import auto_beta
+
+    assert [auto_beta(k) for k in (0.5, 200, 2047.9, 2048, 4095, 4096, 8192, 1e7)] == [1, 1, 1, 2, 2, 4, 8, 8]
+
+
 def test_select_ends_the_batch_when_every_set_is_covered():
     """A hub in every set (a sure arc to each node) covers all sets with the first pick: the batch
     stops there on both backends instead of adding zero-gain seeds (ties would take the lowest

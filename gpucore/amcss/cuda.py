@@ -14,7 +14,7 @@ Design (see ``docs/amcss-gpu.md``)
   per set when there are fewer new sets than bitmaps); every set keyed by its id as on the CPU.
 - Update: segments sorted by their number of polluted sets (descending) and cut into ``beta``
   groups, launched one after the other with 32 x beta threads per block (the paper's load
-  balancing); a segment whose rewrite would overrun its pending sets stops with a resumable state,
+  balancing; by default beta follows the round's roots per set, ``auto_beta``); a segment whose rewrite would overrun its pending sets stops with a resumable state,
   the host enlarges the segments (relayout within the memory budget) and relaunches: no overwrite.
 - Select: b x (argmax partial + final + Discover) on the device, one copy back per Select.
 - Diffuse: the world diffusion runs on the host with the CPU backend's own Numba code
@@ -44,9 +44,23 @@ ERRORS = {
     1: "a build kernel was launched with a block size that is not a multiple of 32 or above 512",
     2: "a segment invariant failed (write position more than l after its source)",
 }
-#: default beta (update groups; 32 x beta threads per block) per model, the paper's choice
-DEFAULT_BETA = {"IC": 8, "LT": 2}
 MAX_BETA = 16
+#: auto beta: one warp per set for every AUTO_BETA_ROOTS roots per set, a power of two up to AUTO_BETA_MAX
+AUTO_BETA_ROOTS = 1024
+AUTO_BETA_MAX = 8
+
+
+def auto_beta(k: float) -> int:
+    """The Update's beta for a round of k roots per set: the largest power of two <= k / 1024,
+    within [1, 8]. A set's frontier is about as wide as its roots are many: small sets leave the
+    warps of a wide block idle while the group launches keep only S / beta sets in flight.
+    Measured on the H100 at LiveJournal size (results/reference/bench-merit-gpu.md, docs/amcss.md):
+    IC eta 25,000 (k 200-1,250) updates in 3.73 s at beta 1 against 8.92 s at the paper's 8; with
+    k in the thousands (IC eta 5,000, LT eta 2,500) beta 4 is best and beta 1 within 5-35 %."""
+    beta = 1
+    while beta * 2 <= AUTO_BETA_MAX and beta * 2 * AUTO_BETA_ROOTS <= k:
+        beta *= 2
+    return beta
 #: Generate uses up to this many warps per block when few segments have new sets
 GEN_WARPS_MAX = 8
 #: share of the memory budget the bitmaps may take
@@ -106,11 +120,10 @@ class CudaPrimitives(CollectionSizing, Primitives):
         self.n, self.m = n, m
         if m >= 2**31 - 1 or n >= 2**31 - 1:
             raise GpucoreError(f"{graph.path}: {n:,} nodes / {m:,} arcs; the AMCSS CUDA kernels need fewer than 2^31")
-        if beta is None:
-            beta = DEFAULT_BETA[model]
-        if isinstance(beta, bool) or int(beta) != beta or not 1 <= int(beta) <= MAX_BETA:
+        if beta is not None and (isinstance(beta, bool) or int(beta) != beta or not 1 <= int(beta) <= MAX_BETA):
             raise GpucoreError(f"--beta {beta!r}: must be an integer in [1, {MAX_BETA}]")
-        self.beta = int(beta)
+        #: fixed beta, or None: auto_beta(k) per Update
+        self.beta = None if beta is None else int(beta)
         self._peak = 0
         self.coll: Collection | None = None
         self.threads = threads
@@ -238,7 +251,7 @@ class CudaPrimitives(CollectionSizing, Primitives):
         out = {"peak_bytes": int(self._peak), "budget_bytes": int(self.budget.budget),
                "fixed_bytes": int(self.budget.fixed),
                "collection_bytes": int(self.coll.nbytes) if self.coll is not None else 0,
-               "segments": int(self.S), "bitmaps": int(self.nbm), "beta": int(self.beta)}
+               "segments": int(self.S), "bitmaps": int(self.nbm), "beta": self.beta_setting}
         if self.backend.is_cuda:
             pool = self.xp.get_default_memory_pool()
             out["pool_total_bytes"] = int(pool.total_bytes())
@@ -397,10 +410,14 @@ class CudaPrimitives(CollectionSizing, Primitives):
         c.theta = int(theta_keep)
         c.entries = self._total_entries()
 
-    def _update_launches(self, k: float, rnd: int, order) -> None:
+    @property
+    def beta_setting(self):
+        """The fixed beta, or "auto" (``auto_beta`` per Update)."""
+        return "auto" if self.beta is None else self.beta
+
+    def _update_launches(self, k: float, rnd: int, order, beta: int) -> None:
         """The beta groups of segments (most polluted first), one launch each, 32 x beta threads."""
         c = self.coll
-        beta = self.beta
         size = -(-c.S // beta)
         for gidx in range(beta):
             group = order[gidx * size:(gidx + 1) * size]
@@ -423,8 +440,9 @@ class CudaPrimitives(CollectionSizing, Primitives):
         trimmed = self._trim_to_fit(growth, min_keep)
         polluted_seg, _ = self._segment_stats()
         polluted = int(polluted_seg.sum())
+        beta = auto_beta(k) if self.beta is None else self.beta
         stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries,
-                 "beta": self.beta}
+                 "beta": beta}
         if trimmed:
             stats["trimmed"] = trimmed
         if c.theta == 0:
@@ -438,7 +456,7 @@ class CudaPrimitives(CollectionSizing, Primitives):
         keys = -polluted_seg.astype(xp.int64)
         order = (np.argsort(keys, kind="stable") if xp is np else xp.argsort(keys)).astype(xp.int32)
         while True:
-            self._update_launches(k, rnd, order)
+            self._update_launches(k, rnd, order, beta)
             self._check()
             if not self._need_space():
                 break

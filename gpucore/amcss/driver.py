@@ -72,7 +72,8 @@ def make_primitives(graph: Graph, model: str, backend: str = "cpu", threads: int
                     memory_budget: int | None = None, segments: int | None = None,
                     beta: int | None = None) -> Primitives:
     """The backend's primitives for (graph, model) under a memory budget (bytes; default from RAM).
-    ``beta``: the CUDA backend's Update load-balancing groups (default 8 IC / 2 LT); the CPU ignores it."""
+    ``beta``: the CUDA backend's Update load-balancing groups (default: per round from the roots per
+    set, ``cuda.auto_beta``); the CPU ignores it."""
     be = get_backend(backend)
     if backend == "auto" and be.is_cuda:
         try:
@@ -287,5 +288,5 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
     }
     if hasattr(prims, "device_memory"):  # CUDA backend: beta, segments, peak device memory
         result["device_memory"] = prims.device_memory()
-        result["beta"] = getattr(prims, "beta", None)
+        result["beta"] = getattr(prims, "beta_setting", None)
     return result

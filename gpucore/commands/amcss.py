@@ -51,7 +51,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--segments", type=int, default=None, help="segments of the collection (default 8 x threads)")
     parser.add_argument("--beta", type=int, default=None,
                         help="CUDA backend: Update load-balancing groups, 32 x beta threads per block "
-                             "(1..16; default 8 for IC, 2 for LT; the CPU ignores it)")
+                             "(1..16; default: per round, 1 below 2,048 roots per set, doubling up to 8; the CPU ignores it)")
     parser.add_argument("-o", "--output", default=None, help="result JSON (default: print it)")
 
 

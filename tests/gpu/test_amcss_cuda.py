@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from gpucore.amcss import make_primitives, run_amcss
+from gpucore.amcss.cuda import auto_beta
 from gpucore.errors import OutOfMemoryError
 from gpucore.oracle import replay
 from tests.test_amcss_cuda_emulated import scenario, snapshot
@@ -172,7 +173,9 @@ def test_whole_runs_equal_cpu(model, update, mid):
     got = run_amcss(mid, backend="cuda", memory_budget=16 << 30, **kw)
     assert rounds_of(got) == rounds_of(want)
     assert got["algorithm"] == ("MERIT" if update else "GAMCSS") and got["backend"] == "cuda"
-    assert got["device_memory"]["peak_bytes"] > 0 and got["beta"] == (8 if model == "IC" else 2)
+    assert got["device_memory"]["peak_bytes"] > 0 and got["beta"] == "auto"
+    for rd in (r for real in got["realizations"] for r in real["rounds"] if "update" in r):
+        assert rd["update"]["beta"] == auto_beta(rd["k"])
     check_replay(mid, got)
 
 
