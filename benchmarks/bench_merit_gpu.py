@@ -101,7 +101,7 @@ def gpu_cell(graph, model: str, eta: int, b: int, update: bool, beta: int | None
     t = time.perf_counter()
     prims = make_primitives(graph, model, "cuda", memory_budget=memory_budget, beta=beta)
     setup = time.perf_counter() - t
-    res = run_amcss(graph, model=model, eta=eta, batch=b, eps=args.eps, realizations=1, seed=args.seed,
+    res = run_amcss(graph, model=model, eta=eta, batch=b, eps=args.eps, realizations=args.realizations, seed=args.seed,
                     update=update, primitives=prims)
     s = res["summary"]
     phases = s["seconds_by_phase"]
@@ -115,6 +115,7 @@ def gpu_cell(graph, model: str, eta: int, b: int, update: bool, beta: int | None
         "other": max(0.0, total - phases["generate"] - phases["update"]), "select": phases["select"],
         "diffuse": phases["diffuse"], "discover": phases["discover"],
         "cost": s["mean_total_cost"], "cost_normalized": s["mean_total_cost_normalized"],
+        "realizations": len(res["realizations"]), "rounds_per_realization": [len(r["rounds"]) for r in res["realizations"]],
         "rounds": len(rec["rounds"]), "seeds": rec["seeds_count"], "active": rec["active"], "reached": rec["reached"],
         "theta_per_round": [rd["theta"] for rd in rec["rounds"]],
         "regenerated_rounds": sum(bool(rd.get("regenerated")) for rd in rec["rounds"][1:]),
@@ -128,10 +129,11 @@ def gpu_cell(graph, model: str, eta: int, b: int, update: bool, beta: int | None
         from gpucore.oracle import replay
 
         t = time.perf_counter()
-        rep = replay(graph, rec["rounds"], model, rec["world_seed"], eta)
-        row["replay"] = {"passed": bool(rep.passed), "total_active": int(rep.total_active),
+        reps = [replay(graph, r["rounds"], model, r["world_seed"], eta) for r in res["realizations"]]
+        bad = [rep for rep in reps if not rep.passed]
+        row["replay"] = {"passed": not bad, "realizations": len(reps), "total_active": int(reps[0].total_active),
                          "seconds": time.perf_counter() - t,
-                         "first_mismatch": None if rep.passed else str(rep.first_mismatch)}
+                         "first_mismatch": str(bad[0].first_mismatch) if bad else None}
     del prims
     _free_pool()
     return row, res
@@ -151,7 +153,7 @@ def pasti_cell(path: Path, model: str, eta: int, b: int, args, out: Path, name: 
     if args.pasti_budget <= 0:
         return {"status": "not run (--pasti-budget 0)"}
     cmd = [sys.executable, "-m", "gpucore", "amcss", "--graph", str(path), "--model", model, "--eta", str(eta),
-           "--batch", str(b), "--eps", str(args.eps), "--realizations", "1", "--seed", str(args.seed),
+           "--batch", str(b), "--eps", str(args.eps), "--realizations", str(args.realizations), "--seed", str(args.seed),
            "--backend", "cpu", "--no-update", "--threads", str(args.threads), "-o", str(cell)]
     if timeout < 5:
         return {"status": "skipped (time budget)", "limit_seconds": timeout}
@@ -217,7 +219,8 @@ class Report:
             f"CuPy {dev.get('cupy', '?')}; measured device copy bandwidth {bw.get('gb_per_s', float('nan')):.0f} GB/s "
             "(1 GiB device-to-device, read + write)",
             f"- CPU: {f['cpu_model']} ({f['cpu_count']} cores); PASTI with {f['threads']} threads, Numba {dev.get('numba', '?')}",
-            f"- setting: weighted cascade p = 1/indeg, c(u) = 0.01 + 0.01 outdeg, eps = {f['eps']}, one realization, "
+            f"- setting: weighted cascade p = 1/indeg, c(u) = 0.01 + 0.01 outdeg, eps = {f['eps']}, "
+            f"{f.get('realizations', 1)} realization(s) per cell (scale: each replayed), "
             f"run seed {f['seed']}; seconds = the solve (graph loaded, kernels compiled by a warm-up); "
             "other = select + diffuse + discover + bookkeeping",
             "- arcs/s: arcs probed by Generate + Update (IC: coins drawn, LT: choices drawn) over the seconds of "
@@ -331,6 +334,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=16, help="PASTI's CPU threads")
     p.add_argument("--etas", default=None, help="compare and beta: eta lists per model, e.g. IC=5000:25000,LT=2500:12500")
     p.add_argument("--eps", type=float, default=0.5)
+    p.add_argument("--realizations", type=int, default=1,
+                   help="GPU cells: worlds per run (seconds and cost cover all; rounds and seeds are the first's)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     t0 = time.perf_counter()
@@ -355,6 +360,7 @@ def main(argv=None) -> int:
     be = get_backend("cuda")
     facts = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": git_commit(),
              "device": be.device_info(), **cpu_facts(), "threads": args.threads, "eps": args.eps, "seed": args.seed,
+             "realizations": args.realizations,
              "parts": sorted(parts), "budget_seconds": args.budget}
     facts["copy_bandwidth"] = copy_bandwidth()
     log(f"device {facts['device'].get('device')}: copy bandwidth {facts['copy_bandwidth']['gb_per_s']:.0f} GB/s")
