@@ -120,7 +120,9 @@ def gpu_cell(graph, model: str, eta: int, b: int, update: bool, beta: int | None
         "theta_per_round": [rd["theta"] for rd in rec["rounds"]],
         "regenerated_rounds": sum(bool(rd.get("regenerated")) for rd in rec["rounds"][1:]),
         "pollution_per_round": [rd.get("pollution") for rd in rec["rounds"]],
-        "arcs_probed": arcs, "arcs_per_second": (arcs["generate"] + arcs["update"]) / sampling if sampling > 0 else None,
+        # the counters cover the last realization only (they restart with each world)
+        "arcs_probed": arcs, "arcs_per_second": (arcs["generate"] + arcs["update"]) / sampling
+        if sampling > 0 and len(res["realizations"]) == 1 else None,
         "device_memory": res.get("device_memory"), "beta": res.get("beta"), "segments": res.get("segments"),
         "seed_ids": [rd["seed_ids"] for rd in rec["rounds"]],
         "relayouts": prims.stats.get("relayouts"),
