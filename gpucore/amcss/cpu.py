@@ -201,18 +201,10 @@ class CpuPrimitives(CollectionSizing, Primitives):
         c.entries = int(K.total_entries_serial(c.S, c.L, c.offset, c.count))
 
     def update(self, k: float, rnd: int, min_keep: int | None = None) -> dict:
+        growth, stats = self._begin_update(k, min_keep, self._count_flags)
         c = self.coll
-        growth = max(1.0, k / max(self.k_last, 1e-300))
-        trimmed = self._trim_to_fit(growth, min_keep)
-        polluted = self._count_flags()
-        stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries}
-        if trimmed:
-            stats["trimmed"] = trimmed
         if c.theta == 0:
             return stats
-        if self.preplan:
-            self._ensure_entries(c.entries * growth * 1.05)
-        c = self.coll
         K.update_init_kernel_serial(c.S, c.L, c.offset, c.nroots, c.count, c.status, c.upd)
         work = c.entries * growth
         while True:

@@ -435,21 +435,13 @@ class CudaPrimitives(CollectionSizing, Primitives):
     @_device_oom_guard
     def update(self, k: float, rnd: int, min_keep: int | None = None) -> dict:
         xp = self.xp
-        c = self.coll
-        growth = max(1.0, k / max(self.k_last, 1e-300))
-        trimmed = self._trim_to_fit(growth, min_keep)
-        polluted_seg, _ = self._segment_stats()
-        polluted = int(polluted_seg.sum())
+        growth, stats = self._begin_update(k, min_keep, lambda: self._segment_stats()[0].sum())
+        polluted_seg = self.seg_polluted
         beta = auto_beta(k) if self.beta is None else self.beta
-        stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries,
-                 "beta": beta}
-        if trimmed:
-            stats["trimmed"] = trimmed
+        stats["beta"] = beta
+        c = self.coll
         if c.theta == 0:
             return stats
-        if self.preplan:
-            self._ensure_entries(c.entries * growth * 1.05)
-        c = self.coll
         self._kern["amcss_update_init"]((self._grid(c.S, 128, self.sms * 4),), (128,),
                                         (np.int32(c.S), _i64(c.L), c.offset, c.nroots, c.count, c.status, c.upd))
         # load balance: segments by decreasing number of polluted sets (stable: ties by segment id)

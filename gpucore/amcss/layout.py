@@ -145,7 +145,7 @@ class CollectionSizing:
     """How a backend's collection grows, shared by the CPU and CUDA primitives.
 
     The host class provides ``coll`` (a ``Collection``), ``n_res``, ``S``, ``budget`` (``MemoryBudget``),
-    ``preplan``, ``trim(theta_keep)``, ``stats``, ``_allocate(S, L, l, old)`` (new arrays, raising
+    ``preplan``, ``k_last``, ``trim(theta_keep)``, ``stats``, ``_allocate(S, L, l, old)`` (new arrays, raising
     ``GpucoreError`` over budget) and the copy kernels ``_relayout(old, new)`` (each segment's live
     range into longer segments) and ``_reslot(old, new)`` (per-slot arrays into more slots);
     ``_host`` turns a backend array into a NumPy one."""
@@ -234,6 +234,21 @@ class CollectionSizing:
         if self.preplan:
             self._ensure_entries(c.entries + (theta_new - theta_prev) * avg)
         return theta_prev, avg
+
+    def _begin_update(self, k: float, min_keep: int | None, count_polluted) -> tuple[float, dict]:
+        """The backends' common Update prologue: growth k / k_last, trim to fit the budget, the
+        round's record (sets, polluted = ``count_polluted()``, clean, entries_before, trimmed) and,
+        preplanned, room for the grown sets. Returns (growth, record)."""
+        growth = max(1.0, k / max(self.k_last, 1e-300))
+        trimmed = self._trim_to_fit(growth, min_keep)
+        c = self.coll
+        polluted = int(count_polluted())
+        stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries}
+        if trimmed:
+            stats["trimmed"] = trimmed
+        if c.theta and self.preplan:
+            self._ensure_entries(c.entries * growth * 1.05)
+        return growth, stats
 
     def _trim_to_fit(self, growth: float, min_keep: int | None) -> int:
         """Before an Update that grows the sets by ``growth``: drop the newest sets (never below
