@@ -13,7 +13,7 @@ and OUTDIR/bench_oracle.md with device facts, date and commit (GPUCORE_COMMIT wh
 Target: GPU >= 50x the CPU.
 
 The headline GPU figure is the IC kernel --variant (default: the driver's default,
-gpucore.oracle.gpu.IC_VARIANT). --sweep also times every other IC variant the same way
+gpucore.oracle.cuda.IC_VARIANT). --sweep also times every other IC variant the same way
 (warm-up, --gpu-repeats repetitions, median) and a few work-split settings, checks that every one
 gives the same per-world sizes, and reports each with its speed-up over the CPU; a variant that
 fails is recorded with its error and the others still run.
@@ -41,7 +41,7 @@ from gpucore.cli import main as gpucore_main  # noqa: E402
 from gpucore.graph import load_graph  # noqa: E402
 from gpucore.oracle import mc_world_seeds  # noqa: E402
 from gpucore.oracle.cpu import counts_cpu  # noqa: E402
-from gpucore.oracle.gpu import (  # noqa: E402
+from gpucore.oracle.cuda import (  # noqa: E402
     GROUP,
     IC_VARIANT,
     IC_VARIANTS,

@@ -1,4 +1,4 @@
-"""The CUDA kernels of IM run in the CPU emulator (``gpucore.im.emulator``) against the CPU reference.
+"""The CUDA kernels of IM run in the CPU emulator (``gpucore.im.emulated``) against the CPU reference.
 
 These execute the unmodified ``im_sample.cu`` / ``im_greedy.cu`` (warp primitives as barriers among
 32 host threads) through the real CUDA driver code of ``gpucore.im.cuda`` on NumPy arrays: the
@@ -16,7 +16,7 @@ from gpucore.backend import get_backend
 from gpucore.graph import from_arcs
 from gpucore.im import imm
 from gpucore.im.cpu import CPUEngine
-from gpucore.im.emulator import available, emulated_engine
+from gpucore.im.emulated import available, emulated_engine
 from gpucore.im.rrsets import FINAL_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
 

@@ -1,6 +1,6 @@
 """The oracle's CUDA kernels and their Python driver, run by the sequential C++ emulator.
 
-``gpucore.oracle.emulator`` compiles the unmodified ``oracle_*.cu`` with g++ and runs every launch
+``gpucore.oracle.emulated`` compiles the unmodified ``oracle_*.cu`` with g++ and runs every launch
 on the CPU (blocks in turn, the threads of a block as contexts; the kernels of oracle_ic.cu and
 oracle_lt.cu use no barriers, so each thread simply runs to its end). These tests of the "level"
 IC kernels and LT check, on a machine without a GPU, that the kernels and the driver give exactly the CPU
@@ -17,8 +17,8 @@ import pytest
 
 from gpucore.errors import GpucoreError
 from gpucore.graph import from_arcs
-from gpucore.oracle import emulator, mc_world_seeds, simulate_worlds, spread
-from gpucore.oracle.gpu import LEVELS_PER_SYNC, LIGHT_MAX, ic_counts_gpu, lt_counts_gpu
+from gpucore.oracle import emulated as emulator, mc_world_seeds, simulate_worlds, spread
+from gpucore.oracle.cuda import LEVELS_PER_SYNC, LIGHT_MAX, ic_counts_gpu, lt_counts_gpu
 from tests.test_oracle_exact import graph_of, random_arcs
 
 pytestmark = pytest.mark.skipif(not emulator.available(), reason="g++ not available for the kernel emulator")
@@ -114,19 +114,19 @@ def test_count_kernel_bit_sliced_counters(engine):
     visited = rng.integers(0, 2**63, n * words, dtype=np.int64).astype(np.uint64)
     visited[rng.random(n * words) < 0.5] = 0
     counts = np.zeros(64 * words, dtype=np.uint64)
-    kernel = engine.kernel("oracle_ic", "oracle_ic_count")
+    kernel = engine.kernel("oracle/oracle_ic", "oracle_ic_count")
     kernel((2,), (16,), (visited, np.int64(n), np.int64(words), np.int64(7), counts))  # tiles of 112 nodes
     bits = (visited.reshape(words, n)[:, :, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
     assert np.array_equal(counts.reshape(words, 64), bits.sum(axis=1).astype(np.uint64))
 
 
 def test_argument_types_are_checked(engine):
-    kernel = engine.kernel("oracle_ic", "oracle_ic_clear")
+    kernel = engine.kernel("oracle/oracle_ic", "oracle_ic_clear")
     q = np.zeros(4, dtype=np.uint64)
     cnt = np.zeros(1, dtype=np.uint64)
     with pytest.raises(GpucoreError, match="argument 1 is a 4-byte pointer, the kernel wants a 8-byte pointer"):
         kernel((1,), (1,), (q, cnt.astype(np.uint32), q))
-    light = engine.kernel("oracle_ic", "oracle_ic_expand_light")
+    light = engine.kernel("oracle/oracle_ic", "oracle_ic_expand_light")
     assert light.signature[3] == (1, 8) and light.signature[15] == (1, 4)  # n: int64, group: int
     with pytest.raises(GpucoreError, match="3 arguments given"):
         light((1,), (1,), (q, q, q))
@@ -161,8 +161,9 @@ def test_bad_tuning_is_refused(engine):
 def test_kernels_compile_with_nvcc_sm90(module, tmp_path):
     import subprocess
 
-    from gpucore.kernels import KERNEL_DIR
+    from gpucore.kernels import include_dirs, source_path
 
-    proc = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", str(KERNEL_DIR / f"{module}.cu"), "-o",
-                           str(tmp_path / f"{module}.o")], capture_output=True, text=True, timeout=300)
+    src = source_path(module)
+    proc = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", *(f"-I{d}" for d in include_dirs(src)), "-c",
+                           str(src), "-o", str(tmp_path / "module.o")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

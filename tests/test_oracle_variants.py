@@ -18,9 +18,9 @@ import pytest
 
 from gpucore.errors import GpucoreError
 from gpucore.graph import from_arcs
-from gpucore.oracle import emulator, mc_world_seeds, simulate_worlds, spread
+from gpucore.oracle import emulated as emulator, mc_world_seeds, simulate_worlds, spread
 from gpucore.oracle.cpu import first_links
-from gpucore.oracle.gpu import (
+from gpucore.oracle.cuda import (
     CTL_DONE,
     CTL_FLAG,
     CTL_HEAD,
@@ -144,7 +144,7 @@ def _async_launch(e, g, seeds, worlds, capacity, kernel="oracle_icw_async", seed
         pend[(k >> 32) * n + (k & 0xFFFFFFFF)] |= np.uint64(m)
     ctl = np.zeros(CTL_WORDS, dtype=np.uint64)
     ctl[CTL_TAIL] = placed
-    e.kernel("oracle_icw", kernel)((e.blocks,), (e.block,), (
+    e.kernel("oracle/oracle_icw", kernel)((e.blocks,), (e.block,), (
         g.out_indptr, g.out_dst, g.out_prob, np.int64(n), h1, visited, pend, queue, np.uint64(capacity), ctl))
     return visited, pend, queue, ctl, len(entries)
 
@@ -195,7 +195,7 @@ def test_async_empty_queue_terminates():
     args = (g.out_indptr, g.out_dst, g.out_prob, np.int64(n), np.zeros(64, dtype=np.uint64),
             np.zeros(words * n, dtype=np.uint64), np.zeros(words * n, dtype=np.uint64), np.zeros(64, dtype=np.uint64),
             np.uint64(32), ctl)
-    e.kernel("oracle_icw", "oracle_icw_async")((3,), (64,), args)
+    e.kernel("oracle/oracle_icw", "oracle_icw_async")((3,), (64,), args)
     assert int(ctl[CTL_DONE]) == 0 and int(ctl[CTL_TAIL]) == 0 and int(ctl[CTL_HEAD]) >= 32
 
 
@@ -209,7 +209,7 @@ def test_refill_moves_pend_into_queue():
     before = pend.copy()
     queue = np.zeros(2 * 30, dtype=np.uint64)
     ctl = np.zeros(CTL_WORDS, dtype=np.uint64)
-    e.kernel("oracle_icw", "oracle_icw_refill")((2,), (32,), (pend, np.int64(words * n), np.int64(n), queue,
+    e.kernel("oracle/oracle_icw", "oracle_icw_refill")((2,), (32,), (pend, np.int64(words * n), np.int64(n), queue,
                                                               np.uint64(30), ctl))
     assert int(ctl[CTL_TAIL]) == 40 and int(ctl[CTL_FLAG]) == 1
     keys, masks = queue[0::2], queue[1::2]
@@ -265,14 +265,14 @@ def test_several_batches_and_sets(eng):
 def test_async_watchdog_ends_a_stuck_launch():
     """A slot counted in TAIL that is never written (a broken producer) must end the launch with
     the error word set, not hang it (the driver then raises)."""
-    from gpucore.oracle.gpu import CTL_ERR, CTL_LIMIT
+    from gpucore.oracle.cuda import CTL_ERR, CTL_LIMIT
 
     g = graphs()["random"]
     n = g.n
     ctl = np.zeros(CTL_WORDS, dtype=np.uint64)
     ctl[CTL_TAIL], ctl[CTL_LIMIT] = 5, 2000  # emulator: polls
     e = emulator.emulator_engine(blocks=2, block=64, schedule_seed=5)
-    e.kernel("oracle_icw", "oracle_icw_async")((2,), (64,), (
+    e.kernel("oracle/oracle_icw", "oracle_icw_async")((2,), (64,), (
         g.out_indptr, g.out_dst, g.out_prob, np.int64(n), np.zeros(64, dtype=np.uint64), np.zeros(n, dtype=np.uint64),
         np.zeros(n, dtype=np.uint64), np.zeros(2 * 64, dtype=np.uint64), np.uint64(64), ctl))
     assert int(ctl[CTL_ERR]) == 1 and int(ctl[CTL_DONE]) == 0

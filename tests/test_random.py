@@ -144,8 +144,8 @@ def test_stream_ids_are_distinct_and_stable():
 
 
 def test_cuda_header_mirrors_stream_ids():
-    from gpucore.kernels import KERNEL_DIR
+    from gpucore.kernels import COMMON_DIR
 
-    text = (KERNEL_DIR / "gc_random.cuh").read_text()
+    text = (COMMON_DIR / "gc_random.cuh").read_text()
     for stream in Stream:
         assert f"#define GC_STREAM_{stream.name} {int(stream)}ULL" in text

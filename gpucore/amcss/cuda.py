@@ -1,4 +1,4 @@
-"""CUDA backend of AMCSS: MERIT's kernels (``kernels/amcss_build.cu``, ``amcss_select.cu``,
+"""CUDA backend of AMCSS: MERIT's kernels (``kernels/amcss/amcss_build.cu``, ``amcss_select.cu``,
 ``amcss_common.cuh``) over device arrays in the layout of ``gpucore.amcss.layout``.
 
 ``update=True`` in the driver gives MERIT on the GPU; ``update=False`` regenerates every round (the
@@ -129,8 +129,8 @@ class CudaPrimitives(CollectionSizing, Primitives):
         self.threads = threads
 
         # ---- kernels
-        self._build = self._load("amcss_build")
-        self._select = self._load("amcss_select")
+        self._build = self._load("amcss/amcss_build")
+        self._select = self._load("amcss/amcss_select")
         self._kern = {}
         for name in ("amcss_generate", "amcss_update_init", "amcss_update", "amcss_relayout", "amcss_reslot"):
             self._kern[name] = self._build.get_function(name)

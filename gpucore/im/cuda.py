@@ -1,4 +1,4 @@
-"""The CUDA backend of IM: gIM's sampler (``kernels/im_sample.cu``) and greedy (``kernels/im_greedy.cu``).
+"""The CUDA backend of IM: gIM's sampler (``kernels/im/im_sample.cu``) and greedy (``kernels/im/im_greedy.cu``).
 
 Sampling a batch of sets j_begin .. j_begin + count - 1:
 
@@ -66,10 +66,10 @@ class CUDAEngine:
         qcum = lt_prefix(host["in_indptr"], host["in_prob"]) if self.lt else np.zeros(1, dtype=np.int64)
         self.d = {name: backend.asarray(arr, what=f"graph array {name}") for name, arr in host.items()}
         self.d["qcum"] = backend.asarray(qcum, what="LT prefix sums")
-        mod = self._load("im_sample", (("IM_QS", str(QUEUE_SIZE)),))
+        mod = self._load("im/im_sample", (("IM_QS", str(QUEUE_SIZE)),))
         self.k_sample = mod.get_function("im_sample")
         self.k_compact = mod.get_function("im_compact")
-        gmod = self._load("im_greedy")
+        gmod = self._load("im/im_greedy")
         self.k_count = gmod.get_function("im_count")
         self.k_argmax = gmod.get_function("im_argmax")
         self.k_cover = gmod.get_function("im_cover")

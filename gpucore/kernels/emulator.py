@@ -1,4 +1,4 @@
-"""Run CUDA kernels (``gpucore/kernels/*.cu``) on the CPU: a test harness, no GPU needed.
+"""Run CUDA kernels (``gpucore/kernels/<family>/*.cu``) on the CPU: a test harness, no GPU needed.
 
 The unmodified ``.cu`` sources are compiled as C++17 with ``g++`` behind a prelude that maps the
 CUDA names (``__global__``, ``threadIdx``, ``__shared__``, warp collectives, atomics ...) to host
@@ -91,7 +91,8 @@ from pathlib import Path
 import numpy as np
 
 from gpucore.errors import GpucoreError
-from gpucore.kernels import KERNEL_DIR
+from gpucore.kernels import include_dirs as _include_dirs
+from gpucore.kernels import source_path
 
 __all__ = ["EmulatorError", "Kernel", "Library", "Schedule", "available", "compile_modules", "get_kernel",
            "kernel_names", "load_module", "MAX_DYNAMIC_SHARED"]
@@ -555,7 +556,7 @@ def available() -> bool:
 def _module_path(module: str | Path) -> Path:
     p = Path(module)
     if p.suffix != ".cu":
-        p = KERNEL_DIR / f"{module}.cu"
+        p = source_path(str(module))
     if not p.is_file():
         raise EmulatorError(f"emulator: no kernel source {p}")
     return p.resolve()
@@ -615,7 +616,7 @@ def _compile(paths: tuple[Path, ...], defines: tuple[tuple[str, str], ...], prel
             f'extern "C" int emu_nargs_{name}() {{ return emu_nargs({name}); }}\n'
             f'extern "C" void emu_describe_{name}(long long* k, long long* s) {{ emu_describe({name}, k, s); }}\n')
     source = "".join(parts)
-    include_dirs = sorted({KERNEL_DIR, *(p.parent for p in paths)})
+    include_dirs = sorted({d for p in paths for d in _include_dirs(p)})
     cmd = ["g++", *_FLAGS, *(f"-I{d}" for d in include_dirs)]
     key = hashlib.sha256()
     for text in [source, " ".join(cmd), _compiler_version()]:

@@ -3,7 +3,7 @@
 Independent of the solvers by construction: it imports only the graph loader (``gpucore.graph``),
 the backend selection (``gpucore.backend``) and the documented world-realization functions
 (``gpucore.random``: ``ic_live``, ``lt_threshold``, ``lt_fixed_weight``, ``mix``), and has its own
-traversal code (Numba in ``cpu.py``, CUDA in ``gpucore/kernels/oracle_*.cu``).
+traversal code (Numba in ``cpu.py``, CUDA in ``gpucore/kernels/oracle/*.cu``).
 
 - ``spread(graph, seeds, model, runs=10000, seed=0)`` -> ``SpreadResult`` (mean, stderr, CI, runs)
 - ``simulate_world(graph, seeds, model, world_seed)`` -> ``WorldResult`` (the activated set)

@@ -186,7 +186,7 @@ def _resolve_backend(backend):
 
 
 def _engine(backend):
-    from gpucore.oracle.gpu import Engine, cuda_engine
+    from gpucore.oracle.cuda import Engine, cuda_engine
 
     if isinstance(backend, Engine):
         return backend
@@ -195,7 +195,7 @@ def _engine(backend):
 
 def _counts(graph, seeds, model, worlds, backend, want_sets=False, threads=None, gpu_variant=None):
     """Per-world activated-set sizes (and sets) on the resolved backend; returns (counts, sets, name)."""
-    from gpucore.oracle.gpu import Engine
+    from gpucore.oracle.cuda import Engine
 
     out_indptr, out_dst, weights = _model_arrays(graph, model)
     if not isinstance(backend, Engine):
@@ -217,7 +217,7 @@ def _counts(graph, seeds, model, worlds, backend, want_sets=False, threads=None,
             _check_host_memory(graph.n, model, chunks)
             return counts_cpu(out_indptr, out_dst, weights, seeds, worlds, model, chunks), None, "cpu"
     engine = _engine(backend)
-    from gpucore.oracle.gpu import ic_counts_gpu, lt_counts_gpu
+    from gpucore.oracle.cuda import ic_counts_gpu, lt_counts_gpu
 
     arrays = None
     if engine.name == "cuda":
@@ -237,7 +237,7 @@ def _counts(graph, seeds, model, worlds, backend, want_sets=False, threads=None,
 
 def _check_gpu_variant(variant) -> None:
     if variant is not None:
-        from gpucore.oracle.gpu import check_variant
+        from gpucore.oracle.cuda import check_variant
 
         check_variant(variant)
 
@@ -266,7 +266,7 @@ def spread(graph, seeds, model: str = "IC", runs: int = 10000, seed: int = 0, *,
     counts the seeds. Returns mean, standard error, a ``confidence`` normal-approximation CI and the
     per-run sizes. ``backend``: "auto" (GPU if CuPy sees one), "cpu", "cuda", a ``Backend``, or an
     oracle ``Engine`` (tests). Per-run sizes do not depend on the backend. ``threads``: CPU workers
-    (default: all Numba threads). ``gpu_variant``: the IC GPU kernel (``gpucore.oracle.gpu.IC_VARIANTS``,
+    (default: all Numba threads). ``gpu_variant``: the IC GPU kernel (``gpucore.oracle.cuda.IC_VARIANTS``,
     default ``gpu.IC_VARIANT``; ignored on the CPU and under LT).
     Errors (``GpucoreError``): unknown model, empty/duplicated/out-of-range seeds, runs < 2,
     seed outside [0, 2^64), confidence outside (0, 1).

@@ -19,7 +19,7 @@ published test vectors. Derived draws:
     index(h, n)     = h mod n                                 (bias below n / 2^64)
 
 The same functions exist as Numba ``njit`` functions here and as CUDA device functions in
-``gpucore/kernels/gc_random.cuh``; the test vectors are checked on both sides.
+``gpucore/kernels/common/gc_random.cuh``; the test vectors are checked on both sides.
 """
 
 from gpucore.random.hashing import (

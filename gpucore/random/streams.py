@@ -2,7 +2,7 @@
 
 Two different purposes never share a key prefix, so e.g. the coin of edge 7 of sample j and the
 7th root draw of the same sample are independent. Values are part of the file format of results
-(anyone replaying a run needs them) and mirrored in ``gpucore/kernels/gc_random.cuh``.
+(anyone replaying a run needs them) and mirrored in ``gpucore/kernels/common/gc_random.cuh``.
 Never renumber an existing stream.
 """
 

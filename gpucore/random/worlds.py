@@ -15,7 +15,7 @@ A *world* fixes every random outcome of one diffusion, as a pure function of ``w
 The same fixed-point weights serve LT *sampling* (a reverse random walk picks in-arc k of v when
 ``r = h >> 24`` lies in ``[Q_{k-1}, Q_k)``, Q the prefix sums of q in in-CSR order; no arc when
 ``r >= Q_last``), so forward and reverse LT agree exactly. The CUDA twins are in
-``gpucore/kernels/gc_random.cuh`` (``gc_ic_live``, ``gc_lt_threshold``, ``gc_lt_fixed_weight``,
+``gpucore/kernels/common/gc_random.cuh`` (``gc_ic_live``, ``gc_lt_threshold``, ``gc_lt_fixed_weight``,
 ``gc_lt_draw``).
 """
 

@@ -19,7 +19,7 @@ from gpucore.amcss import make_primitives, run_amcss
 from gpucore.amcss.cuda import auto_beta
 from gpucore.errors import OutOfMemoryError
 from gpucore.oracle import replay
-from tests.test_amcss_cuda_emulated import scenario, snapshot
+from tests.test_amcss_emulated import scenario, snapshot
 from tests.test_amcss_exact import check_counts, check_sets
 from tests.test_amcss_ref import pa_graph, random_graph
 

@@ -21,7 +21,7 @@ from gpucore.backend import get_backend
 from gpucore.cli import main
 from gpucore.graph import load_graph
 from gpucore.oracle import mc_world_seeds, simulate_worlds, spread
-from gpucore.oracle.gpu import IC_VARIANTS, cuda_engine, ic_counts_gpu, lt_counts_gpu
+from gpucore.oracle.cuda import IC_VARIANTS, cuda_engine, ic_counts_gpu, lt_counts_gpu
 from tests.test_oracle_emulated import graphs
 from tests.test_oracle_exact import IC_ARCS, graph_of
 from tests.test_oracle_reference import exact_ic_spread
@@ -47,7 +47,7 @@ def pa_graph(tmp_path_factory):
 def test_kernels_compile_with_nvrtc(cuda):
     from gpucore.kernels import load_module
 
-    for name in ("oracle_ic", "oracle_lt", "oracle_icw"):
+    for name in ("oracle/oracle_ic", "oracle/oracle_lt", "oracle/oracle_icw"):
         assert load_module(name) is not None
 
 

@@ -17,7 +17,7 @@ def cp():
 def _mix_rows(cp, rows: np.ndarray) -> list[int]:
     from gpucore.kernels import get_kernel
 
-    kernel = get_kernel("rng_vectors", "gc_mix_rows")
+    kernel = get_kernel("common/rng_vectors", "gc_mix_rows")
     words = cp.asarray(np.ascontiguousarray(rows, dtype=np.uint64))
     out = cp.zeros(rows.shape[0], dtype=cp.uint64)
     kernel(((rows.shape[0] + 127) // 128,), (128,), (words, np.int32(rows.shape[1]), np.int32(rows.shape[0]), out))
@@ -53,7 +53,7 @@ def test_gpu_derived_draws_match_numba(cp):
     u = cp.empty(rows, dtype=cp.float64)
     coin = cp.empty(rows, dtype=cp.int32)
     idx = cp.empty(rows, dtype=cp.int64)
-    kernel = get_kernel("rng_vectors", "gc_derived")
+    kernel = get_kernel("common/rng_vectors", "gc_derived")
     kernel(((rows + 127) // 128,), (128,), (cp.asarray(h), cp.asarray(p), cp.asarray(n), np.int32(rows), u, coin, idx))
     want_u = np.array([uniform(x) for x in h])
     want_coin = np.array([bernoulli(x, y) for x, y in zip(h, p)], dtype=np.int32)
@@ -76,7 +76,7 @@ def test_gpu_world_functions_match_numba(cp):
     live = cp.empty(rows, dtype=cp.int32)
     thr = cp.empty(rows, dtype=cp.int64)
     q = cp.empty(rows, dtype=cp.int64)
-    kernel = get_kernel("rng_vectors", "gc_worlds")
+    kernel = get_kernel("common/rng_vectors", "gc_worlds")
     kernel(((rows + 127) // 128,), (128,), (world, cp.asarray(ids), cp.asarray(w), np.int32(rows), live, thr, q))
     np.testing.assert_array_equal(live.get(), [int(ic_live(world, i, x)) for i, x in zip(ids, w)])
     np.testing.assert_array_equal(thr.get(), [lt_threshold(world, i) for i in ids])

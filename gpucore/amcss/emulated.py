@@ -13,7 +13,7 @@ from __future__ import annotations
 from gpucore.amcss.cuda import CudaPrimitives
 from gpucore.amcss.layout import MemoryBudget
 
-MODULES = ("amcss_build", "amcss_select")
+MODULES = ("amcss/amcss_build", "amcss/amcss_select")
 
 
 def emulated_primitives(graph, model: str, *, segments: int | None = None, beta: int | None = None,

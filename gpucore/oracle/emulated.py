@@ -1,6 +1,6 @@
 """Run the oracle's CUDA kernels on the CPU (a test harness): an ``Engine`` over ``gpucore.kernels.emulator``.
 
-The unmodified ``gpucore/kernels/oracle_*.cu`` are compiled by the generic emulator (its module
+The unmodified ``gpucore/kernels/oracle/*.cu`` are compiled by the generic emulator (its module
 docstring describes the execution model: blocks one after another, the threads of a block as
 interleaved user-level contexts, warp collectives as barriers of the warp, argument type checks,
 sequentially consistent memory, errors instead of hangs). ``emulator_engine`` is an ``Engine``
@@ -20,9 +20,9 @@ import numpy as np
 
 from gpucore.errors import GpucoreError
 from gpucore.kernels import emulator as _emu
-from gpucore.oracle.gpu import Engine
+from gpucore.oracle.cuda import Engine
 
-MODULES = ("oracle_ic", "oracle_lt", "oracle_icw")
+MODULES = ("oracle/oracle_ic", "oracle/oracle_lt", "oracle/oracle_icw")
 
 _HOOKS = r"""
 #define OIC_EMULATOR 1

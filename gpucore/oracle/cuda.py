@@ -1,10 +1,10 @@
-"""Forward diffusion on the GPU: drives the kernels of ``gpucore/kernels/oracle_{ic,lt}.cu``.
+"""Forward diffusion on the GPU: drives the kernels of ``gpucore/kernels/oracle/oracle_{ic,icw,lt}.cu``.
 
 Same contract as ``gpucore.oracle.cpu``: given seeds and a list of world seeds, the activated-set
 size (and optionally the activated set) of every world. The per-world results are identical to the
 CPU reference bit for bit, because each world is a pure function of its seed (tested on the GPU
 machine by ``tests/gpu/test_oracle_cuda.py`` and, on any machine, by running these very kernels
-through the sequential C++ emulator of ``gpucore.oracle.emulator``).
+through the sequential C++ emulator of ``gpucore.oracle.emulated``).
 
 IC packs 64 simulations per 64-bit word and runs ``W`` words at once (``64 W`` simulations per
 batch, ``W`` chosen from free device memory); LT runs ``S`` simulations at once with one 64-bit
@@ -225,7 +225,7 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
         capacity = int(min(capacity, 64 * W * max(n, 1)))
     d_indptr, d_dst, d_prob = arrays if arrays is not None else (xp.asarray(out_indptr), xp.asarray(out_dst),
                                                                  xp.asarray(out_prob))
-    count_k = engine.kernel("oracle_ic", "oracle_ic_count")
+    count_k = engine.kernel("oracle/oracle_ic", "oracle_ic_count")
     visited = _alloc(xp, W * n, np.uint64)
     if is_async:
         state = {"pend": _alloc(xp, W * n, np.uint64), "queue": _alloc(xp, 2 * capacity, np.uint64),
@@ -282,9 +282,9 @@ def ic_counts_gpu(engine: Engine, out_indptr, out_dst, out_prob, seeds: np.ndarr
 
 def _run_level(engine, state, graph, d_h1, visited, entries, d_index, init, light_max, group) -> int:
     """Variant "level" on one batch (visited already holds the seeds). Returns the levels launched."""
-    light = engine.kernel("oracle_ic", "oracle_ic_expand_light")
-    heavy = engine.kernel("oracle_ic", "oracle_ic_expand_heavy")
-    clear = engine.kernel("oracle_ic", "oracle_ic_clear")
+    light = engine.kernel("oracle/oracle_ic", "oracle_ic_expand_light")
+    heavy = engine.kernel("oracle/oracle_ic", "oracle_ic_expand_heavy")
+    clear = engine.kernel("oracle/oracle_ic", "oracle_ic_clear")
     masks, queues, hqueue = state["masks"], state["queues"], state["hqueue"]
     grid, block = (engine.blocks,), (engine.block,)
     masks[0][d_index] = init
@@ -309,7 +309,7 @@ def _seed_keys(words: int, seeds: np.ndarray) -> np.ndarray:
 def _run_warp(engine, name, state, graph, d_h1, visited, words, seeds, d_index, init) -> int:
     """Variant "warp"/"warp8" on one batch: one launch of kernel ``name`` per level. Returns the levels."""
     xp = engine.xp
-    kernel = engine.kernel("oracle_icw", name)
+    kernel = engine.kernel("oracle/oracle_icw", name)
     masks, queues = state["masks"], state["queues"]
     grid, block = (engine.blocks,), (engine.block,)
     keys = _seed_keys(words, seeds)
@@ -327,8 +327,8 @@ def _run_async(engine, name, state, graph, d_h1, visited, words, seeds, valid, s
                watchdog_ns: int | None = None, spin: tuple[int, int] | None = None) -> None:
     """Variant "async"/"async8" on one batch: persistent launches of ``name`` until no bits wait in ``pend``."""
     xp = engine.xp
-    kernel = engine.kernel("oracle_icw", name)
-    refill = engine.kernel("oracle_icw", "oracle_icw_refill")
+    kernel = engine.kernel("oracle/oracle_icw", name)
+    refill = engine.kernel("oracle/oracle_icw", "oracle_icw_refill")
     pend, queue, capacity = state["pend"], state["queue"], state["capacity"]
     grid, block = (engine.blocks,), (engine.block,)
     n = int(graph[3])
@@ -410,8 +410,8 @@ def lt_counts_gpu(engine: Engine, out_indptr, out_dst, out_weight, seeds: np.nda
     S = _plan(runs, per_sim, 0, engine, max_sims, "LT simulation")
     d_indptr, d_dst, d_w = arrays if arrays is not None else (xp.asarray(out_indptr), xp.asarray(out_dst),
                                                               xp.asarray(out_weight))
-    light = engine.kernel("oracle_lt", "oracle_lt_expand_light")
-    heavy = engine.kernel("oracle_lt", "oracle_lt_expand_heavy")
+    light = engine.kernel("oracle/oracle_lt", "oracle_lt_expand_light")
+    heavy = engine.kernel("oracle/oracle_lt", "oracle_lt_expand_heavy")
     acc = _alloc(xp, S * n, np.uint64)
     active = _alloc(xp, S * n, np.uint8)
     queues = [_alloc(xp, S * n, np.uint64, zero=False), _alloc(xp, S * n, np.uint64, zero=False)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from gpucore.kernels import emulator as _emu
 
-MODULES = ("im_sample", "im_greedy")
+MODULES = ("im/im_sample", "im/im_greedy")
 
 available = _emu.available
 kernel_names = _emu.kernel_names

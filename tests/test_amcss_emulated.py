@@ -2,7 +2,7 @@
 ``set_id -> (roots, members)``), coverage counters, flags, seeds and whole adaptive runs.
 
 These run the unmodified ``amcss_build.cu`` / ``amcss_select.cu`` (``gpucore.kernels.emulator``)
-through the real driver code of ``gpucore.amcss.cuda`` on NumPy arrays (``cuda_emulated``): Generate,
+through the real driver code of ``gpucore.amcss.cuda`` on NumPy arrays (``emulated``): Generate,
 Update (clean / polluted / promoted roots / complement draws), the overflow -> grow -> resume path,
 the beta groups with 32 x beta threads per block, multi-warp Generate, Select's fused argmax and
 Discover, trimming and whole MERIT / regenerate runs. Blocks run one after another in the emulator:
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(not emulator.available(), reason="g++ not availa
 
 
 def emulated(graph, model, **kw):
-    from gpucore.amcss.cuda_emulated import emulated_primitives
+    from gpucore.amcss.emulated import emulated_primitives
 
     preplan = kw.pop("preplan", True)
     prims = emulated_primitives(graph, model, **kw)
