@@ -48,9 +48,9 @@ def mpirun(n: int, *args, timeout: float = 120, env: dict | None = None) -> subp
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=REPO)
 
 
-def case(n: int, name: str, *args, **kwargs) -> dict:
-    """Run case ``name`` on n ranks; the JSON line rank 0 printed."""
-    proc = mpirun(n, __file__, name, *args, **kwargs)
+def case(n: int, name: str, *args, script: str = __file__, **kwargs) -> dict:
+    """Run case ``name`` of ``script`` (default: this file) on n ranks; the JSON line rank 0 printed."""
+    proc = mpirun(n, script, name, *args, **kwargs)
     assert proc.returncode == 0, f"mpiexec -n {n} {name}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == 1, f"expected one JSON line from rank 0, got:\n{proc.stdout}"

@@ -84,7 +84,7 @@ class NCCLComm(MPIComm):
             if not is_device_array(buf) or not buf.flags.c_contiguous:
                 raise GpucoreError(f"bcast_array: rank {self.rank} must pass None or a C-contiguous CuPy buffer "
                                    "when the root sends a device array")
-        raw = buf.view(np.uint8).reshape(-1) if buf.size else buf
+        raw = buf.reshape(-1).view(np.uint8)  # as bytes: any dtype
         if raw.size > _INT_MAX:
             raise GpucoreError(f"bcast_array: {raw.size} bytes exceed NCCL's broadcast count of 2^31-1")
         if raw.size:
