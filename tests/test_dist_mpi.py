@@ -269,13 +269,16 @@ def _spread_tiny(comm) -> dict:
     return {"runs": many.runs, "ranks": many.ranks, "same_as_one_rank": bool(same)}
 
 
-_CASES = {"collectives": _collectives, "cover": _cover, "fail": _fail, "crash": _crash, "spread_tiny": _spread_tiny}
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(REPO))
+def rank_main(cases: dict) -> None:
+    """The rank program: run case ``sys.argv[1]`` on this rank; rank 0 prints its answer as JSON."""
     from gpucore.dist import init
 
     world = init()
-    answer = _CASES[sys.argv[1]](world)
+    answer = cases[sys.argv[1]](world)
     if world.is_root:
         print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    rank_main({"collectives": _collectives, "cover": _cover, "fail": _fail, "crash": _crash,
+               "spread_tiny": _spread_tiny})

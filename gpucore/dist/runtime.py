@@ -9,6 +9,9 @@
   where it sets none, from MPI's shared-memory split. With a GPU and NCCL in CuPy the
   communicator is ``NCCLComm`` (device arrays over NCCL), else ``MPIComm`` (device arrays staged
   through the host). ``GPUCORE_NCCL=0`` forces ``MPIComm``.
+
+The ``gpucore`` command calls ``init()`` first thing; a script run under ``mpiexec`` should too,
+before it touches CuPy, so that its rank is on its own GPU.
 """
 
 from __future__ import annotations

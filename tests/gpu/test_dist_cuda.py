@@ -10,13 +10,10 @@ the host over MPI. About 30 s in all (CuPy, NCCL and the oracle kernels start in
 
 from __future__ import annotations
 
-import json
-import sys
-
 import numpy as np
 import pytest
 
-from tests.test_dist_mpi import REPO, _cover_summary, case, find_mpiexec
+from tests.test_dist_mpi import _cover_summary, case, find_mpiexec, rank_main
 
 
 def _two_gpus() -> str | None:
@@ -37,6 +34,10 @@ pytestmark = pytest.mark.skipif(_two_gpus() is not None, reason=str(_two_gpus())
 
 @pytest.mark.parametrize("nccl, kind", [("1", "nccl"), ("0", "mpi")])
 def test_device_collectives_on_two_gpus(nccl, kind):
+    from gpucore.dist.nccl import nccl_available
+
+    if kind == "nccl" and not nccl_available():
+        pytest.skip("this CuPy has no NCCL (cupy.cuda.nccl.available is False)")
     out = case(2, "collectives", script=__file__, env={"GPUCORE_NCCL": nccl})
     assert out["kind"] == kind and out["ok"]
     assert out["devices"] == [0, 1] and len(set(out["bus_ids"])) == 2  # one GPU per rank
@@ -57,7 +58,7 @@ def test_spread_on_two_gpus_equals_one_cpu_process():
 
     g, seeds = _graph()
     ref = spread(g, seeds, "IC", runs=4001, seed=3, backend="cpu", comm=SingleComm())
-    out = case(2, "spread", script=__file__)
+    out = case(2, "spread", script=__file__, timeout=300)  # the oracle's kernels compile on first use
     assert out["counts_sha"] == _sha(ref.counts) and (out["mean"], out["ci"]) == (ref.mean, list(ref.ci))
     assert out["backend"] == "cuda" and out["ranks"] == 2
 
@@ -138,13 +139,5 @@ def _spread(comm) -> dict:
             "ranks": res.ranks}
 
 
-_CASES = {"collectives": _collectives, "cover": _cover, "spread": _spread}
-
 if __name__ == "__main__":
-    sys.path.insert(0, str(REPO))
-    from gpucore.dist import init
-
-    world = init()
-    answer = _CASES[sys.argv[1]](world)
-    if world.is_root:
-        print(json.dumps(answer), flush=True)
+    rank_main({"collectives": _collectives, "cover": _cover, "spread": _spread})
