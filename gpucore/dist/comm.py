@@ -8,8 +8,9 @@ ends them all instead: ``gpucore.dist.failure``). Arrays are NumPy or CuPy; a re
 - ``rank``, ``size``, ``is_root`` (rank 0), ``kind`` ("single", "mpi", "nccl")
 - ``barrier()``
 - ``bcast(obj, root=0)``: a picklable Python object from ``root`` to every rank
-- ``bcast_array(array, root=0)``: ``root``'s array to every rank; the others pass None (the result
-  then has root's shape, dtype and kind) or a buffer of that shape and dtype, filled and returned
+- ``bcast_array(array, root=0)``: ``root``'s array to every rank (the root gets its own array
+  back); the others pass None (the result then has root's shape, dtype and kind) or a buffer of
+  that shape and dtype, filled and returned
 - ``allreduce(array, op="sum"|"max")``: the element-wise reduction over ranks, on every rank
 - ``reduce(array, op, root=0)``: the same on ``root``; None on the other ranks
 - ``allgather(obj)``: the list of every rank's object, in rank order
@@ -86,10 +87,6 @@ class Communicator:
 
     def abort(self, code: int = 1):
         raise NotImplementedError
-
-    def describe(self) -> dict:
-        """Facts for result files: ``{"kind", "size"}``."""
-        return {"kind": self.kind, "size": self.size}
 
 
 class SingleComm(Communicator):
