@@ -189,6 +189,22 @@ def get_backend(name: str = "auto") -> Backend:
     return Backend("cuda", cupy)
 
 
+def use_local_device(local_rank: int) -> int | None:
+    """One rank per GPU: make device ``local_rank % visible devices`` current for this process.
+
+    Called by ``gpucore.dist`` before any CuPy work, with the rank's index among the ranks of its
+    node. Where the launcher gives each rank its own GPU (``CUDA_VISIBLE_DEVICES`` of one device)
+    that is device 0; where ranks outnumber the GPUs they share them round-robin (correct, slower).
+    Returns the device id, or None where CuPy sees no device.
+    """
+    cupy = _cupy_probe()[0]
+    if cupy is None:
+        return None
+    device = int(local_rank) % int(cupy.cuda.runtime.getDeviceCount())
+    cupy.cuda.Device(device).use()
+    return device
+
+
 def set_cpu_threads(threads: int | None) -> None:
     """Bound Numba's worker threads (None leaves the default: all cores)."""
     if threads is None:

@@ -2,6 +2,10 @@
 
 Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
 Errors that users can fix (``GpucoreError``) print one line, ``gpucore: error: ...``, and exit 2.
+
+Under ``mpiexec -n N`` or ``srun`` every rank runs the command (``gpucore.dist``): rank 0 alone
+prints and writes results (the other ranks' standard output goes nowhere and their progress bars
+are off), and a rank that fails prints ``gpucore: error: [rank r] ...`` and ends every rank.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import importlib
 import os
 import sys
 
+from gpucore import dist
 from gpucore.errors import GpucoreError
 
 #: subcommand -> module under gpucore.commands (imported only when that command runs)
@@ -35,20 +40,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_unless_root(comm) -> None:
+    """Ranks other than 0 print nothing on standard output and show no progress bars."""
+    if not comm.is_root:
+        sys.stdout = open(os.devnull, "w")
+        os.environ["GPUCORE_PROGRESS"] = "0"
+
+
+def _run(args) -> int:
+    try:
+        return int(args._run(args) or 0)
+    except BrokenPipeError:  # e.g. `gpucore info g.gcsr | head`
+        sys.stdout = open(os.devnull, "w")
+        return 141
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        comm = dist.init()
     except GpucoreError as exc:
         print(f"gpucore: error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # e.g. `gpucore info g.gcsr | head`
-        sys.stdout = open(os.devnull, "w")
-        return 141
-    except KeyboardInterrupt:
-        print("gpucore: interrupted", file=sys.stderr)
-        return 130
+    _quiet_unless_root(comm)
+    return dist.run_guarded(comm, lambda: _run(args))
 
 
 if __name__ == "__main__":

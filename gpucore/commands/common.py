@@ -6,10 +6,14 @@ import json
 import sys
 
 from gpucore.atomic import write_json
+from gpucore.dist import current
 
 
 def emit_json(obj, output=None) -> None:
-    """Write ``obj`` to ``output`` atomically, or print it to standard output."""
+    """Write ``obj`` to ``output`` atomically, or print it to standard output; over several MPI
+    ranks, rank 0 alone does (the others hold the same result and write nothing)."""
+    if not current().is_root:
+        return
     if output:
         write_json(output, obj)
     else:

@@ -8,7 +8,9 @@ Contracts (all ids are INTERNAL ids 0..n-1 of the ``Graph``; arc id = out-CSR po
   ``T_v = lt_threshold(w, v)``, ``v`` activates once the ``q`` of its active in-arcs sum to more
   than ``T_v``. See ``docs/oracle.md`` for the definition with test vectors.
 - Monte-Carlo run ``s`` of ``spread(..., seed=S)`` is the world ``mix(S, Stream.ORACLE, s)``, so
-  every run can be replayed on its own, and CPU and GPU give identical per-run sizes.
+  every run can be replayed on its own, and CPU and GPU give identical per-run sizes; under MPI the
+  runs are split across the ranks by index (``gpucore.dist``, the one solver-neutral layer used
+  here besides the backend), with the same worlds whatever the split.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class SpreadResult:
     ``stderr`` = sample standard deviation / sqrt(runs); ``ci_low``/``ci_high`` the two-sided
     normal-approximation confidence interval ``mean -/+ z * stderr`` at level ``confidence``.
     ``counts[s]`` is the activated-set size in run ``s`` (world ``mc_world_seeds(seed, runs)[s]``).
+    ``ranks``: how many MPI ranks shared the runs (the result does not depend on it).
     """
 
     model: str
@@ -72,6 +75,7 @@ class SpreadResult:
     backend: str
     seconds: float
     counts: np.ndarray = field(repr=False, compare=False)
+    ranks: int = field(default=1, compare=False)
 
     @property
     def ci(self) -> tuple[float, float]:
@@ -259,7 +263,8 @@ def _check_host_memory(n: int, model: str, chunks: int) -> None:
 
 
 def spread(graph, seeds, model: str = "IC", runs: int = 10000, seed: int = 0, *, backend="auto",
-           confidence: float = 0.95, threads: int | None = None, gpu_variant: str | None = None) -> SpreadResult:
+           confidence: float = 0.95, threads: int | None = None, gpu_variant: str | None = None,
+           comm=None) -> SpreadResult:
     """Expected spread of ``seeds`` (internal ids) under ``model`` by forward Monte-Carlo.
 
     Run ``s`` (0 <= s < runs) is the world ``mix(seed, Stream.ORACLE, s)``; its activated-set size
@@ -268,25 +273,37 @@ def spread(graph, seeds, model: str = "IC", runs: int = 10000, seed: int = 0, *,
     oracle ``Engine`` (tests). Per-run sizes do not depend on the backend. ``threads``: CPU workers
     (default: all Numba threads). ``gpu_variant``: the IC GPU kernel (``gpucore.oracle.cuda.IC_VARIANTS``,
     default ``gpu.IC_VARIANT``; ignored on the CPU and under LT).
+    Over several ranks (``comm``, default ``gpucore.dist.current()``) this is collective: every rank
+    calls it with the same arguments, rank r simulates its contiguous share of the run indices
+    (``gpucore.dist.partition``), the per-run sizes are gathered in run order, and every rank returns
+    the same result, identical to a one-rank run (``ranks`` records how many shared the work).
     Errors (``GpucoreError``): unknown model, empty/duplicated/out-of-range seeds, runs < 2,
     seed outside [0, 2^64), confidence outside (0, 1).
     """
+    from gpucore.dist import current, partition
+
     model = check_model(model)
     seeds = check_seeds(seeds, graph.n)
     runs = check_runs(runs)
     _check_gpu_variant(gpu_variant)
     seed = check_u64(seed, "seed")
     confidence = check_confidence(confidence)
-    worlds = mc_world_seeds(seed, runs)
+    comm = current() if comm is None else comm
+    begin, end = partition(runs, comm.size, comm.rank)
+    worlds = mc_world_seeds(seed, end - begin, start=begin)
     t0 = time.perf_counter()
-    counts, _, name = _counts(graph, seeds, model, worlds, backend, threads=threads, gpu_variant=gpu_variant)
+    local, name = np.empty(0, dtype=np.int64), None
+    if worlds.size:
+        local, _, name = _counts(graph, seeds, model, worlds, backend, threads=threads, gpu_variant=gpu_variant)
+    counts = comm.allgather_array(np.asarray(local, dtype=np.int64))
+    name = next(n for n in comm.allgather(name) if n is not None)
     seconds = time.perf_counter() - t0
     mean = float(counts.mean())
     stderr = float(counts.std(ddof=1) / math.sqrt(runs))
     z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2.0)
     return SpreadResult(model=model, mean=mean, stderr=stderr, ci_low=mean - z * stderr, ci_high=mean + z * stderr,
                         confidence=confidence, runs=runs, seed=seed, num_seeds=int(seeds.size), backend=name,
-                        seconds=seconds, counts=counts)
+                        seconds=seconds, counts=counts, ranks=comm.size)
 
 
 def simulate_worlds(graph, seeds, model: str, world_seeds, *, backend="cpu",

@@ -1,0 +1,148 @@
+"""The communicator over MPI ranks (mpi4py), for host data.
+
+Python objects travel pickled (``bcast``, ``allgather``); NumPy arrays travel as buffers, without
+pickling. A CuPy array is staged through the host (copied down, communicated, copied back up):
+correct anywhere, and the fallback where NCCL is absent; ``NCCLComm`` keeps device arrays on the
+device. mpi4py is imported here only, when a launcher started more than one rank.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from gpucore.dist.comm import Communicator, as_host, check_numeric, check_op, check_root, is_device_array
+from gpucore.errors import GpucoreError
+
+
+def _mpi():
+    from mpi4py import MPI
+
+    return MPI
+
+
+def _to_kind(host: np.ndarray, like):
+    """``host`` as the kind of ``like``: a CuPy array when ``like`` is one, else ``host`` itself."""
+    if is_device_array(like):
+        import cupy
+
+        return cupy.asarray(host)
+    return host
+
+
+class MPIComm(Communicator):
+    """``Communicator`` over an mpi4py communicator (default: ``MPI.COMM_WORLD``)."""
+
+    kind = "mpi"
+
+    def __init__(self, comm=None):
+        MPI = _mpi()
+        self._MPI = MPI
+        self.comm = MPI.COMM_WORLD if comm is None else comm
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+        self._ops = {"sum": MPI.SUM, "max": MPI.MAX}
+
+    def node_rank(self) -> int:
+        """This rank's index among the ranks of its node (MPI's shared-memory split; collective)."""
+        node = self.comm.Split_type(self._MPI.COMM_TYPE_SHARED, key=self.rank)
+        try:
+            return node.Get_rank()
+        finally:
+            node.Free()
+
+    # ---- host objects
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    def bcast(self, obj, root: int = 0):
+        check_root(root, self.size)
+        return self.comm.bcast(obj, root=root)
+
+    def allgather(self, obj) -> list:
+        return self.comm.allgather(obj)
+
+    # ---- arrays
+
+    def _meta(self, array, root: int):
+        """Root's (shape, dtype, on device) on every rank."""
+        meta = None
+        if self.rank == root:
+            if array is None:
+                raise GpucoreError("bcast_array: the root passed no array")
+            meta = (tuple(array.shape), np.dtype(array.dtype).str, is_device_array(array))
+        shape, dtype, device = self.comm.bcast(meta, root=root)
+        return shape, np.dtype(dtype), device
+
+    def _receiver(self, array, shape, dtype, device):
+        """The buffer a non-root rank fills: the one it passed (checked), or a new one."""
+        if array is None:
+            if device:
+                import cupy
+
+                return cupy.empty(shape, dtype=dtype)
+            return np.empty(shape, dtype=dtype)
+        if tuple(array.shape) != shape or np.dtype(array.dtype) != dtype:
+            raise GpucoreError(f"bcast_array: rank {self.rank} passed a {array.dtype}{list(array.shape)} buffer, "
+                               f"the root sends {dtype}{list(shape)}")
+        return array
+
+    def bcast_array(self, array, root: int = 0):
+        check_root(root, self.size)
+        return self._bcast_host(array, root, *self._meta(array, root))
+
+    def _bcast_host(self, array, root: int, shape, dtype, device):
+        """``bcast_array`` over MPI (a device array staged through the host)."""
+        if self.rank == root:
+            self.comm.Bcast(as_host(array), root=root)
+            return array
+        out = self._receiver(array, shape, dtype, device)
+        host = np.empty(shape, dtype=dtype)
+        self.comm.Bcast(host, root=root)
+        if is_device_array(out):
+            out.set(host)
+        else:
+            out[...] = host
+        return out
+
+    def allreduce(self, array, op: str = "sum"):
+        check_numeric(array, "allreduce")
+        send = as_host(array)
+        recv = np.empty_like(send)
+        self.comm.Allreduce(send, recv, op=self._ops[check_op(op)])
+        return _to_kind(recv, array)
+
+    def reduce(self, array, op: str = "sum", root: int = 0):
+        check_numeric(array, "reduce")
+        check_root(root, self.size)
+        send = as_host(array)
+        recv = np.empty_like(send) if self.rank == root else None
+        self.comm.Reduce(send, recv, op=self._ops[check_op(op)], root=root)
+        return None if recv is None else _to_kind(recv, array)
+
+    def lengths(self, array) -> list[int]:
+        """Every rank's length of ``array`` along axis 0 (the other axes and the dtype must agree)."""
+        if array.ndim == 0:
+            raise GpucoreError("allgather_array: needs an array with at least one axis")
+        shapes = self.comm.allgather((tuple(array.shape[1:]), np.dtype(array.dtype).str, int(array.shape[0])))
+        if any(shape[:2] != shapes[0][:2] for shape in shapes):
+            raise GpucoreError("allgather_array: ranks passed arrays of different trailing shapes or dtypes "
+                               f"{[shape[:2] for shape in shapes]}")
+        return [shape[2] for shape in shapes]
+
+    def allgather_array(self, array):
+        lengths = self.lengths(array)
+        send = as_host(array)
+        row = int(np.prod(send.shape[1:], dtype=np.int64))
+        recv = np.empty((sum(lengths),) + send.shape[1:], dtype=send.dtype)
+        self.comm.Allgatherv(send, [recv, [n * row for n in lengths]])
+        return _to_kind(recv, array)
+
+    def abort(self, code: int = 1):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.comm.Abort(int(code))
+        os._exit(int(code))  # not reached: Abort ends the process
