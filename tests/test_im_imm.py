@@ -11,7 +11,6 @@ import gpucore.im.driver as imm_mod
 from gpucore.errors import GpucoreError, OutOfMemoryError
 from gpucore.graph import from_arcs
 from gpucore.im import FINAL_OFFSET, imm, imm_parameters
-from gpucore.im.cpu import CPUEngine
 
 
 class FakeEngine:
@@ -160,7 +159,7 @@ def test_theta_beyond_memory_names_the_size():
 
 def test_engine_counts_are_exact_on_a_fixed_collection():
     g = path_graph(10, 1.0)
-    eng = CPUEngine(g, "IC", 1, 0, imm_mod.get_backend("cpu"))
+    eng = imm_mod.make_engine(g, "IC", 1, 0, imm_mod.get_backend("cpu"))
     coll = eng.collection(0)
     eng.sample_into(coll, 100, 0.0)
     off, el = coll.offsets, coll.nodes

@@ -33,6 +33,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--ell", type=float, default=1.0, help="IMM's ell: success probability 1 - 1/n^ell (1)")
     parser.add_argument("--seed", type=int, default=0, help="run seed of the keyed sampling (0)")
     parser.add_argument("--backend", default="auto", choices=BACKENDS, help="auto | cpu | cuda (auto)")
+    parser.add_argument("--sampler", default="gim", choices=("gim", "fused"),
+                        help="RR-set sampler: gim (gIM's, one traversal per warp) | fused (FuseIM) (gim)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--memory-limit", default=None,
                         help="bytes the RR sets may take (e.g. 8GiB; default: free device memory / RAM)")
@@ -60,6 +62,7 @@ def run(args) -> int:
         seed=args.seed,
         backend=args.backend,
         memory_limit=parse_size(args.memory_limit),
+        sampler=args.sampler,
     )
     if args.verify:
         from gpucore.im.verify import verify_result

@@ -1,6 +1,7 @@
-"""The CUDA backend of IM: gIM's sampler (``kernels/im/im_sample.cu``) and greedy (``kernels/im/im_greedy.cu``).
+"""The CUDA backend of IM: gIM's sampler (``kernels/im/im_sample.cu``) and the greedy (``kernels/im/im_greedy.cu``).
 
-Sampling a batch of sets j_begin .. j_begin + count - 1:
+``CUDASampler`` (the ``gim`` sampler of ``gpucore.im.engine``) samples a batch of sets
+j_begin .. j_begin + count - 1:
 
 1. tier 1: N_b = SMs x max-resident-blocks persistent one-warp blocks (gIM Eq. 5), each with its
    own bitmap (ceil(n/32) words), staging buffer and overflow reservoir; finished sets go to a
@@ -12,8 +13,9 @@ Sampling a batch of sets j_begin .. j_begin + count - 1:
 4. im_compact copies the sets in order of j into the collection (offsets from a prefix sum of the
    sizes), so the GPU collection equals the CPU one set by set.
 
-Greedy: counts by atomics over all elements, then k * T steps of im_argmax + im_cover on the device;
-only the chosen element's 64-bit key comes back to the host each step.
+``CUDASelector``: counts by atomics, an inverted index element -> sets (exclusive scan of the
+counts, then a scatter), then k * T steps of ``im_argmax`` + ``im_take`` launched back to back:
+the chosen element stays on the device and the host reads the k * T keys once at the end.
 """
 
 from __future__ import annotations
@@ -34,10 +36,31 @@ def _i64(x):
     return np.int64(int(x))
 
 
-class CUDAEngine:
-    """IM sampling and selection on one CUDA device (CuPy + RawModule kernels)."""
+def _host_int(backend, arr) -> int:
+    """The first element of a (device) array as a Python int (a host sync on the GPU)."""
+    return int(backend.to_host(arr).reshape(-1)[0])
 
-    name = "cuda"
+
+class _Device:
+    """Device facts and kernel loading shared by the sampler and the selector (the emulator overrides them)."""
+
+    def _load(self, name, defines=()):
+        return load_module(name, tuple(defines))
+
+    def _device_facts(self) -> tuple[int, int]:
+        """(SM count, most resident blocks per SM)."""
+        cp = self.xp
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        return int(props["multiProcessorCount"]), int(props.get("maxBlocksPerMultiProcessor", 32) or 32)
+
+    def _free_memory(self) -> int:
+        return int(self.backend.free_memory())
+
+
+class CUDASampler(_Device):
+    """gIM's keyed RR-set sampler on one CUDA device (CuPy + RawModule kernels)."""
+
+    name = "gim-cuda"
 
     def __init__(self, graph, model: str, rounds: int, seed: int, backend, blocks: int | None = None,
                  stage_cap: int | None = None):
@@ -69,10 +92,6 @@ class CUDAEngine:
         mod = self._load("im/im_sample", (("IM_QS", str(QUEUE_SIZE)),))
         self.k_sample = mod.get_function("im_sample")
         self.k_compact = mod.get_function("im_compact")
-        gmod = self._load("im/im_greedy")
-        self.k_count = gmod.get_function("im_count")
-        self.k_argmax = gmod.get_function("im_argmax")
-        self.k_cover = gmod.get_function("im_cover")
 
         self.sms, per_sm = self._device_facts()
         self.words = (self.n + 31) // 32
@@ -96,22 +115,6 @@ class CUDAEngine:
         self.pool_factor = 1.3  # pool = count * mean * factor + slack (tests shrink both to force retries)
         self.pool_slack = 32 * self.blocks + 4096
         self.retries = 0
-
-    # ---- device facts (the emulator overrides these three) ----------------------------------
-    def _load(self, name, defines=()):
-        return load_module(name, tuple(defines))
-
-    def _device_facts(self) -> tuple[int, int]:
-        """(SM count, most resident blocks per SM)."""
-        cp = self.xp
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        return int(props["multiProcessorCount"]), int(props.get("maxBlocksPerMultiProcessor", 32) or 32)
-
-    def _free_memory(self) -> int:
-        return int(self.backend.free_memory())
-
-    def _scalar(self, arr) -> int:
-        return int(self.backend.to_host(arr).reshape(-1)[0])
 
     # ---- sampling ---------------------------------------------------------------------------
     def collection(self, j_begin: int):
@@ -157,8 +160,8 @@ class CUDAEngine:
             self.flags.fill(0)
             self._launch_sample(self.blocks, j_begin, count, 0, self.dummy, self.stages, self.stage_cap,
                                 self.reservoirs, self.res_cap, pool, set_start, set_size, deferred)
-            overflow = self._scalar(self.flags)
-            n_def = self._scalar(self.counters[2:3]) if not overflow else 0
+            overflow = _host_int(self.backend, self.flags)
+            n_def = _host_int(self.backend, self.counters[2:3]) if not overflow else 0
             if not overflow and n_def:
                 overflow = self._tier2(j_begin, n_def, deferred, pool, set_start, set_size)
             if not overflow:
@@ -166,7 +169,7 @@ class CUDAEngine:
             del pool
             self.retries += 1
             pool_cap *= 2  # estimates were short: redo the batch with a larger pool (same keys, same sets)
-        total = self._scalar(self.counters[1:2])
+        total = _host_int(self.backend, self.counters[1:2])
         if int(xp.count_nonzero(set_size < 0)):
             raise RuntimeError("im_sample left RR sets unfinished (internal error)")
         coll.reserve(count, total)
@@ -200,51 +203,110 @@ class CUDAEngine:
         again = be.empty((n_def,), np.int64, what="deferred RR sets")
         self._launch_sample(blocks, j_begin, n_def, 1, j_list, stages, stage_cap, reservoirs, res_cap, pool,
                             set_start, set_size, again)
-        overflow = self._scalar(self.flags)
-        if not overflow and self._scalar(self.counters[2:3]):
+        overflow = _host_int(self.backend, self.flags)
+        if not overflow and _host_int(self.backend, self.counters[2:3]):
             raise RuntimeError("im_sample deferred an RR set in tier 2 (internal error)")
         return overflow
 
-    # ---- greedy max-cover --------------------------------------------------------------------
-    def greedy(self, coll, k: int):
-        be = self.backend
-        n, rounds = self.n, self.rounds
-        universe = n * rounds
-        num = int(coll.count)
-        total = int(coll.total)
-        offsets, nodes = coll.offsets, coll.nodes
-        counts = be.zeros((universe,), np.int32, what="greedy counts")
-        covered = be.zeros((num,), np.uint8, what="covered flags")
-        result = be.zeros((1,), np.uint64, what="argmax")
-        newly = be.zeros((1,), np.uint64, what="covered counter")
+
+class CUDASelection:
+    """One greedy max-cover in progress on a device collection (the ``Selection`` of ``gpucore.im.engine``)."""
+
+    def __init__(self, selector, coll, k: int):
+        be = selector.backend
+        self.xp, self.backend = selector.xp, be
+        self.k_argmax, self.k_take = selector.k_argmax, selector.k_take
+        self.sms = selector.sms
+        self.n, self.rounds, self.k = selector.n, selector.rounds, int(k)
+        universe = self.n * self.rounds
+        num, total = int(coll.count), int(coll.total)
+        self.offsets, self.nodes = coll.offsets, coll.nodes
         threads = 256
-        grid_count = int(max(1, min((total + threads - 1) // threads, self.sms * 32)))
+        self.counts = be.zeros((universe,), np.int32, what="greedy counts")
         if total:
-            self.k_count((grid_count,), (threads,), (nodes, _i64(total), counts))
-        grid_arg = int(max(1, min((universe + threads - 1) // threads, self.sms * 8)))
-        grid_cover = int(max(1, min((num * 32 + threads - 1) // threads, self.sms * 32)))
-        per_round = [0] * rounds
-        steps = k * rounds
-        chosen = np.empty(steps, dtype=np.int64)
-        gains = np.empty(steps, dtype=np.int64)
+            grid = int(max(1, min((total + threads - 1) // threads, self.sms * 32)))
+            selector.k_count((grid,), (threads,), (self.nodes, _i64(total), self.counts))
+        self.inv_ptr = be.zeros((universe + 1,), np.int64, what="inverted index pointers")
+        self.xp.cumsum(self.counts, dtype=np.int64, out=self.inv_ptr[1:])
+        fill = be.empty((universe,), np.uint64, what="inverted index fill pointers")
+        fill[:] = self.inv_ptr[:-1]
+        self.inv_sets = be.empty((max(total, 1),), np.int32, what=f"inverted index ({total:,} int32)")
+        if num:
+            grid = int(max(1, min((num * 32 + threads - 1) // threads, self.sms * 32)))
+            selector.k_index((grid,), (threads,), (self.offsets, self.nodes, _i64(num), fill, self.inv_sets))
+        del fill
+        self.covered_flags = be.zeros((max(num, 1),), np.uint8, what="covered flags")
+        self.taken = be.zeros((universe,), np.uint8, what="chosen flags")
+        self.per_round = be.zeros((self.rounds,), np.int32, what="seeds per round")
+        self.newly = be.zeros((1,), np.uint64, what="covered counter")
+        self.grid_arg = int(max(1, min((self.n + threads - 1) // threads, self.sms * 8)))
+        self.grid_take = int(self.sms * 8)
+        self.covered = 0
+
+    def launch_step(self, keys, step: int, counts=None) -> None:
+        """im_argmax into keys[step] (keys[step] must be 0), then im_take of that key: no host sync."""
+        self.launch_argmax(self.counts if counts is None else counts, keys, step)
+        self.launch_take(keys, step)
+
+    def launch_argmax(self, counts, keys, step: int) -> None:
+        self.k_argmax((self.grid_arg,), (256,), (counts, self.taken, self.per_round, np.int32(self.k), _i64(self.n),
+                                                _i64(self.rounds), keys, _i64(step)))
+
+    def launch_take(self, keys, step: int) -> None:
+        self.k_take((self.grid_take,), (256,), (self.inv_ptr, self.inv_sets, self.offsets, self.nodes, keys,
+                                                _i64(step), _i64(self.n), self.covered_flags, self.counts,
+                                                self.taken, self.per_round, self.newly))
+
+    def argmax(self, counts):
+        keys = self.backend.zeros((1,), np.uint64, what="argmax key")
+        self.launch_argmax(counts, keys, 0)
+        element, gain = decode_keys(self.backend.to_host(keys))
+        return int(element[0]), int(gain[0])
+
+    def cover(self, element: int) -> int:
+        before = _host_int(self.backend, self.newly)
+        key = np.array([0xFFFFFFFF - int(element)], dtype=np.uint64)  # count 0: only the element matters
+        self.launch_take(self.backend.asarray(key, what="chosen key"), 0)
+        newly = _host_int(self.backend, self.newly) - before
+        self.covered += newly
+        return newly
+
+
+def decode_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(elements, counts) of packed keys count << 32 | (2^32 - 1 - e); a zero key means none was allowed."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    if np.any(keys == 0):
+        raise RuntimeError("greedy: no element left to choose (internal error)")
+    elements = (np.uint64(0xFFFFFFFF) - (keys & np.uint64(0xFFFFFFFF))).astype(np.int64)
+    return elements, (keys >> np.uint64(32)).astype(np.int64)
+
+
+class CUDASelector(_Device):
+    """Greedy max-cover on one CUDA device: inverted index, device-resident steps, one read-back."""
+
+    name = "greedy-cuda"
+
+    def __init__(self, n: int, rounds: int, backend):
+        self.backend, self.xp = backend, backend.xp
+        self.n, self.rounds = int(n), int(rounds)
+        gmod = self._load("im/im_greedy")
+        self.k_count = gmod.get_function("im_count")
+        self.k_index = gmod.get_function("im_index")
+        self.k_argmax = gmod.get_function("im_argmax")
+        self.k_take = gmod.get_function("im_take")
+        self.sms, _per_sm = self._device_facts()
+
+    def start(self, coll, k: int) -> CUDASelection:
+        return CUDASelection(self, coll, k)
+
+    def greedy(self, coll, k: int):
+        sel = self.start(coll, k)
+        steps = int(k) * self.rounds
+        keys = self.backend.zeros((max(steps, 1),), np.uint64, what="greedy keys")
         for it in range(steps):
-            result.fill(0)
-            self.k_argmax((grid_arg,), (threads,), (counts, _i64(universe), result))
-            key = self._scalar(result)
-            if key == 0:
-                raise RuntimeError("im_argmax found no selectable element (internal error)")
-            gain = key >> 32
-            e = 0xFFFFFFFF - (key & 0xFFFFFFFF)
-            chosen[it], gains[it] = e, gain
-            if gain > 0:
-                self.k_cover((grid_cover,), (threads,),
-                             (offsets, nodes, _i64(num), np.int32(e), covered, counts, newly))
-            counts[e] = -1
-            t = e // n
-            per_round[t] += 1
-            if per_round[t] == k:
-                counts[t * n : (t + 1) * n] = -1
-        covered_sets = self._scalar(newly)
-        if covered_sets != int(gains.sum()):
-            raise RuntimeError(f"greedy bookkeeping mismatch: {covered_sets} covered, gains sum {int(gains.sum())}")
-        return chosen, gains, covered_sets
+            sel.launch_step(keys, it)
+        chosen, gains = decode_keys(self.backend.to_host(keys)[:steps])
+        covered = _host_int(self.backend, sel.newly)
+        if covered != int(gains.sum()):
+            raise RuntimeError(f"greedy bookkeeping mismatch: {covered} covered, gains sum {int(gains.sum())}")
+        return chosen, gains, covered

@@ -1,16 +1,20 @@
 """IMM (Tang, Shi, Xiao 2015) with fresh final-phase RR sets (Chen 2018), and MRIM (CR-NAIMM).
 
-``imm(graph, k, epsilon, model)`` runs:
+``imm(graph, k, epsilon, model)`` runs three phases, each a function below (so that a distributed
+run can replace one phase's sampling or selection and keep the rest):
 
-1. lower-bound search: for i = 1 .. floor(log2 n) - 1, extend R (sets j = 0, 1, ...) to
+1. ``estimate_lower_bound``: for i = 1 .. floor(log2 n) - 1, extend R (sets j = 0, 1, ...) to
    theta_i = ceil(lambda' / x_i) sets, greedy-select S_i, stop at the first i with
    n F_R(S_i) >= (1 + eps') x_i and set LB = n F_R(S_i) / (1 + eps'); LB = 1 if none passes;
-2. theta = ceil(lambda* / LB); R is dropped and theta *fresh* sets j = FINAL_OFFSET, ... are drawn;
-3. greedy max-cover on the fresh sets gives the seeds; n F(S) on them is the estimated spread.
+2. ``sample_final``: theta = ceil(lambda* / LB); R is dropped and theta *fresh* sets
+   j = FINAL_OFFSET, ... are drawn;
+3. ``select_seeds``: greedy max-cover on the fresh sets gives the seeds; n F(S) on them is the
+   estimated spread.
 
 ``rounds = T > 1`` is multi-round IM (CR-NAIMM port, spec section 3): each set draws one root and
 runs T reverse traversals from it (round t with its own coins), elements are (node, round) pairs
 ``t * n + u``, and the cross-round greedy picks k seeds per round. Formulas: ``gpucore.im.theory``.
+Samplers and selectors: ``gpucore.im.engine``. Seconds per phase: ``gpucore.timing.Phases``.
 
 Before every extension the bytes needed for the target count are projected from the mean set size
 seen so far; beyond the memory budget an ``OutOfMemoryError`` names the size needed.
@@ -19,31 +23,25 @@ seen so far; beyond the memory budget an ``OutOfMemoryError`` names the size nee
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpucore.backend import available_ram, get_backend
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
+from gpucore.im.engine import make_engine
 from gpucore.im.rrsets import FINAL_OFFSET, MAX_ROUNDS
 from gpucore.im.theory import imm_parameters
 from gpucore.progress import status
+from gpucore.timing import Phases
 
 MODELS = ("IC", "LT")
+#: seconds_by_phase keys of every IMM result
+PHASES = ("lb_sampling", "lb_selection", "final_sampling", "final_selection")
 #: sets drawn first, before any mean size is known (then the memory projection starts)
 PILOT_SETS = 2048
 #: elements per sampling batch (bounds the temporary buffers)
 BATCH_ELEMENTS = 1 << 26
-
-
-def make_engine(graph, model: str, rounds: int, seed: int, backend):
-    """The sampler + selector of a backend (the fused and sketch samplers plug in here)."""
-    if backend.is_cuda:
-        from gpucore.im.cuda import CUDAEngine
-
-        return CUDAEngine(graph, model, rounds, seed, backend)
-    from gpucore.im.cpu import CPUEngine
-
-    return CPUEngine(graph, model, rounds, seed, backend)
 
 
 def bytes_needed(engine, sets: int, elements: float) -> int:
@@ -101,6 +99,63 @@ def _check_model(model: str) -> str:
     return model
 
 
+@dataclass
+class LowerBound:
+    """Outcome of the lower-bound search: LB, the iteration that set it (None: the LB = 1 fallback),
+    one record per iteration, and the sets R held at the end with their mean size."""
+
+    value: float = 1.0
+    iteration: int | None = None
+    iterations: list = field(default_factory=list)
+    sets: int = 0
+    mean_size: float = 0.0
+
+
+def estimate_lower_bound(engine, params, k: int, phases: Phases, memory_limit: int | None = None) -> LowerBound:
+    """IMM's Algorithm 2 (Tang et al. 2015, section 4.1): the first i whose greedy S_i passes
+    ``n F_R(S_i) >= (1 + eps') x_i`` on theta_i sets j = 0, 1, ... sets LB = n F_R(S_i) / (1 + eps').
+
+    R grows across iterations (iteration i uses the first theta_i sets). The sets are dropped here.
+    """
+    out = LowerBound()
+    coll = engine.collection(0)
+    for i in range(1, params.max_iterations + 1):
+        target = params.theta_i(i)
+        status(f"IMM LB iteration {i}: {target:,} RR sets")
+        with phases.phase("lb_sampling"):
+            extend(engine, coll, target, memory_limit, 0.0, "lower-bound")
+            engine.synchronize()
+        with phases.phase("lb_selection"):
+            _chosen, _gains, covered = engine.greedy(coll, k)
+        frac = covered / coll.count
+        out.iterations.append({"i": i, "x": params.x(i), "theta_i": target, "covered": covered,
+                               "estimate": params.n * frac})
+        passed = params.lb_test(i, frac)
+        if passed is not None:
+            out.value, out.iteration = passed, i
+            break
+    out.sets, out.mean_size = coll.count, coll.mean_size
+    coll.release()
+    return out
+
+
+def sample_final(engine, theta: int, mean_hint: float, phases: Phases, memory_limit: int | None = None):
+    """IMM's final phase: theta fresh RR sets j = FINAL_OFFSET, ... (never the estimation ones: Chen 2018)."""
+    status(f"IMM final phase: {theta:,} RR sets")
+    with phases.phase("final_sampling"):
+        final = engine.collection(FINAL_OFFSET)
+        extend(engine, final, theta, memory_limit, mean_hint, "final")
+        engine.synchronize()
+    return final
+
+
+def select_seeds(engine, coll, k: int, phases: Phases):
+    """Greedy max-cover of ``coll`` with k seeds per round: (chosen elements, marginal gains, covered)."""
+    with phases.phase("final_selection"):
+        chosen, gains, covered = engine.greedy(coll, k)
+    return np.asarray(chosen, dtype=np.int64), np.asarray(gains, dtype=np.int64), int(covered)
+
+
 def imm(
     graph,
     k: int,
@@ -112,6 +167,7 @@ def imm(
     seed: int = 0,
     backend="auto",
     memory_limit: int | None = None,
+    sampler: str = "gim",
 ) -> dict:
     """Run IMM (rounds = 1) or CR-NAIMM (rounds = T); returns a result dict (see ``docs/im.md``)."""
     t_start = time.perf_counter()
@@ -123,46 +179,14 @@ def imm(
     params = imm_parameters(graph.n, k, epsilon, ell, int(rounds))
     be = get_backend(backend) if isinstance(backend, str) else backend
     be.reset_peak()
-    engine = make_engine(graph, model, int(rounds), int(seed), be)
+    engine = make_engine(graph, model, int(rounds), int(seed), be, sampler)
+    phases = Phases(PHASES, sync=be.synchronize)
     n = graph.n
-    timing = {"lb_sampling": 0.0, "lb_selection": 0.0, "final_sampling": 0.0, "final_selection": 0.0}
 
-    # 1. lower bound of OPT
-    coll = engine.collection(0)
-    lb, lb_iteration, iterations = 1.0, None, []
-    for i in range(1, params.max_iterations + 1):
-        target = params.theta_i(i)
-        status(f"IMM LB iteration {i}: {target:,} RR sets")
-        t = time.perf_counter()
-        extend(engine, coll, target, memory_limit, 0.0, "lower-bound")
-        engine.synchronize()
-        timing["lb_sampling"] += time.perf_counter() - t
-        t = time.perf_counter()
-        _chosen, _gains, covered = engine.greedy(coll, k)
-        timing["lb_selection"] += time.perf_counter() - t
-        frac = covered / coll.count
-        iterations.append({"i": i, "x": params.x(i), "theta_i": target, "covered": covered,
-                           "estimate": n * frac})
-        passed = params.lb_test(i, frac)
-        if passed is not None:
-            lb, lb_iteration = passed, i
-            break
-    lb_sets, lb_mean = coll.count, coll.mean_size
-    coll.release()
-    del coll
-
-    # 2. theta fresh sets (never the estimation ones: Chen 2018)
-    theta = params.theta(lb)
-    status(f"IMM final phase: {theta:,} RR sets")
-    t = time.perf_counter()
-    final = engine.collection(FINAL_OFFSET)
-    extend(engine, final, theta, memory_limit, lb_mean, "final")
-    engine.synchronize()
-    timing["final_sampling"] = time.perf_counter() - t
-    t = time.perf_counter()
-    chosen, gains, covered = engine.greedy(final, k)
-    timing["final_selection"] = time.perf_counter() - t
-    chosen = np.asarray(chosen, dtype=np.int64)
+    lb = estimate_lower_bound(engine, params, k, phases, memory_limit)
+    theta = params.theta(lb.value)
+    final = sample_final(engine, theta, lb.mean_size, phases, memory_limit)
+    chosen, gains, covered = select_seeds(engine, final, k, phases)
     elements = int(final.total)
     peak = be.peak_memory()
     final.release()
@@ -179,26 +203,26 @@ def imm(
         "ell": float(ell),
         "rounds": int(rounds),
         "run_seed": int(seed),
+        "sampler": sampler,
         "theta": int(theta),
-        "lower_bound": float(lb),
-        "lb_iteration": lb_iteration,
-        "lb_sets": int(lb_sets),
-        "lb_iterations": iterations,
+        "lower_bound": float(lb.value),
+        "lb_iteration": lb.iteration,
+        "lb_sets": int(lb.sets),
+        "lb_iterations": lb.iterations,
         "covered": int(covered),
         "estimated_spread": float(n * covered / theta),
         "rr_elements": elements,
         "rr_mean_size": elements / theta,
-        "lb_mean_size": float(lb_mean),
+        "lb_mean_size": float(lb.mean_size),
         "parameters": params.to_dict(),
         "seconds": seconds,
-        "seconds_by_phase": timing,
+        "seconds_by_phase": phases.seconds,
         "peak_device_memory": int(peak),
         "backend": be.device_info(),
     }
     if rounds == 1:
         result["seed_ids"] = [int(x) for x in chosen]
         result["seeds"] = [int(orig[x]) for x in chosen]
-        result["marginal_coverage"] = [int(x) for x in gains]
     else:  # order of choice, then grouped by round
         by_round = [[] for _ in range(rounds)]
         for e in chosen:
@@ -206,6 +230,5 @@ def imm(
         result["seed_ids"] = by_round
         result["seeds"] = [[int(orig[x]) for x in r] for r in by_round]
         result["selection_order"] = [[int(e) // n, int(e) % n] for e in chosen]
-        result["marginal_coverage"] = [int(x) for x in gains]
+    result["marginal_coverage"] = [int(x) for x in gains]
     return result
-

@@ -16,7 +16,7 @@ from gpucore.backend import get_backend
 from gpucore.graph import from_arcs, preprocess
 from gpucore.graph.generators import preferential_attachment
 from gpucore.im import imm
-from gpucore.im.cpu import CPUEngine
+from gpucore.im.cpu import CPUSampler
 from gpucore.im.rrsets import FINAL_OFFSET
 from gpucore.im.sampling import canonical, engine_sets, greedy
 
@@ -32,9 +32,10 @@ def cpu():
 
 
 def engine(graph, model, rounds=1, seed=0, **kw):
-    from gpucore.im.cuda import CUDAEngine
+    """The CUDA gim sampler (``blocks`` / ``stage_cap`` force its rare paths)."""
+    from gpucore.im.cuda import CUDASampler
 
-    return CUDAEngine(graph, model, rounds, seed, cuda(), **kw)
+    return CUDASampler(graph, model, rounds, seed, cuda(), **kw)
 
 
 def same_sets(a, b):
@@ -72,7 +73,7 @@ def real_graph(tmp_path_factory):
 def test_rr_sets_equal_cpu(model, rounds):
     g = pa_graph()
     for j0 in (0, FINAL_OFFSET):
-        want = engine_sets(CPUEngine(g, model, rounds, 11, cpu()), j0, 20000)
+        want = engine_sets(CPUSampler(g, model, rounds, 11, cpu()), j0, 20000)
         got = engine_sets(engine(g, model, rounds, 11), j0, 20000, batch=7000)
         same_sets(want, got)
 
@@ -81,15 +82,15 @@ def test_rr_sets_equal_cpu(model, rounds):
 def test_rr_sets_equal_cpu_midsize(model):
     # 200k nodes, ~2M arcs, all 4224 blocks busy, several batches, MRIM too
     g = pa_graph(200_000, 2_000_000, seed=12)
-    want = engine_sets(CPUEngine(g, model, 1, 3, cpu()), 5, 300_000)
+    want = engine_sets(CPUSampler(g, model, 1, 3, cpu()), 5, 300_000)
     same_sets(want, engine_sets(engine(g, model, 1, 3), 5, 300_000, batch=70_000))
-    want = engine_sets(CPUEngine(g, model, 4, 3, cpu()), 0, 50_000)
+    want = engine_sets(CPUSampler(g, model, 4, 3, cpu()), 0, 50_000)
     same_sets(want, engine_sets(engine(g, model, 4, 3), 0, 50_000))
 
 
 @pytest.mark.parametrize("model", ["IC", "LT"])
 def test_rr_sets_equal_cpu_real_graph(real_graph, model):
-    want = engine_sets(CPUEngine(real_graph, model, 1, 5, cpu()), 0, 50000)
+    want = engine_sets(CPUSampler(real_graph, model, 1, 5, cpu()), 0, 50000)
     got = engine_sets(engine(real_graph, model, 1, 5), 0, 50000)
     same_sets(want, got)
 
@@ -108,17 +109,17 @@ def test_queue_reservoir_and_tier2_paths():
     # frontiers of 6000+ nodes in the 1024-entry shared queue (reservoir offload/reload in every
     # set); a small staging buffer forces tier 2; several block counts
     g = hub_graph(6000, 6000)
-    want = engine_sets(CPUEngine(g, "IC", 1, 2, cpu()), 0, 3000)
+    want = engine_sets(CPUSampler(g, "IC", 1, 2, cpu()), 0, 3000)
     assert np.mean(np.diff(want[0]) >= 6001) > 0.5
     for kw in ({}, {"stage_cap": 100}, {"blocks": 1}, {"blocks": 7, "stage_cap": 8000}):
         same_sets(want, engine_sets(engine(g, "IC", 1, 2, **kw), 0, 3000))
-    want = engine_sets(CPUEngine(g, "IC", 2, 2, cpu()), 0, 1000)
+    want = engine_sets(CPUSampler(g, "IC", 2, 2, cpu()), 0, 1000)
     same_sets(want, engine_sets(engine(g, "IC", 2, 2, stage_cap=9000), 0, 1000))
 
 
 def test_pool_overflow_retry_gives_the_same_sets():
     g = pa_graph(2000, 12000, seed=5)
-    want = engine_sets(CPUEngine(g, "IC", 1, 4, cpu()), 0, 5000)
+    want = engine_sets(CPUSampler(g, "IC", 1, 4, cpu()), 0, 5000)
     eng = engine(g, "IC", 1, 4)
     eng.pool_factor, eng.pool_slack = 0.05, 0
     got = engine_sets(eng, 0, 5000)
@@ -129,9 +130,9 @@ def test_pool_overflow_retry_gives_the_same_sets():
 def test_full_graph_sets_p1():
     n = 5000
     g = from_arcs(n, np.arange(n), (np.arange(n) + 1) % n, 1.0)  # every RR set is the whole cycle
-    want = engine_sets(CPUEngine(g, "IC", 1, 0, cpu()), 0, 64)
+    want = engine_sets(CPUSampler(g, "IC", 1, 0, cpu()), 0, 64)
     same_sets(want, engine_sets(engine(g, "IC", 1, 0, stage_cap=512), 0, 64))
-    want_lt = engine_sets(CPUEngine(g, "LT", 1, 0, cpu()), 0, 64)  # the walk goes round the cycle too
+    want_lt = engine_sets(CPUSampler(g, "LT", 1, 0, cpu()), 0, 64)  # the walk goes round the cycle too
     assert np.all(np.diff(want_lt[0]) == n)
     same_sets(want_lt, engine_sets(engine(g, "LT", 1, 0, stage_cap=512), 0, 64))
 
@@ -139,7 +140,7 @@ def test_full_graph_sets_p1():
 @pytest.mark.parametrize("rounds,k", [(1, 5), (1, 50), (3, 4)])
 def test_greedy_equal_cpu(rounds, k):
     g = pa_graph(1500, 9000, seed=7)
-    off, el = engine_sets(CPUEngine(g, "IC", rounds, 9, cpu()), 0, 30000)
+    off, el = engine_sets(CPUSampler(g, "IC", rounds, 9, cpu()), 0, 30000)
     a = greedy(g, off, el, k, rounds=rounds, backend="cpu")
     b = greedy(g, off, el, k, rounds=rounds, backend="cuda")
     np.testing.assert_array_equal(a[0], b[0])
