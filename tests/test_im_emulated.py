@@ -18,7 +18,7 @@ from gpucore.im import imm
 from gpucore.im.cpu import CPUSampler
 from gpucore.im.engine import make_engine, stepwise_greedy
 from gpucore.im.emulated import available, emulated_engine
-from gpucore.im.rrsets import FINAL_OFFSET
+from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
 
 pytestmark = pytest.mark.skipif(not available(), reason="g++ not available")
@@ -47,7 +47,7 @@ def wc_graph(n=300, deg=6, seed=1):
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 2), ("LT", 2)])
 def test_sets_equal_cpu(model, rounds):
     g = wc_graph()
-    for j0 in (0, FINAL_OFFSET):
+    for j0 in (0, ESTIMATE_OFFSET):
         want = cpu_sets(g, model, rounds, 5, j0, 400)
         got = engine_sets(emulated_engine(g, model, rounds, 5), j0, 400, batch=150)
         same_sets(want, got)

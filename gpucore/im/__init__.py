@@ -14,7 +14,7 @@ with Monte-Carlo, for quality tests on small graphs).
 
 from gpucore.im.driver import MODELS, imm
 from gpucore.im.engine import SAMPLERS, make_engine
-from gpucore.im.rrsets import FINAL_OFFSET, RRCollection
+from gpucore.im.rrsets import ESTIMATE_OFFSET, RRCollection
 from gpucore.im.theory import IMMParameters, imm_parameters
 
-__all__ = ["FINAL_OFFSET", "IMMParameters", "MODELS", "RRCollection", "SAMPLERS", "imm", "imm_parameters", "make_engine"]
+__all__ = ["ESTIMATE_OFFSET", "IMMParameters", "MODELS", "RRCollection", "SAMPLERS", "imm", "imm_parameters", "make_engine"]

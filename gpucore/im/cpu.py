@@ -262,6 +262,19 @@ def greedy_steps(offsets, nodes, inv_ptr, inv_sets, covered, counts, taken, per_
     return chosen, gains, total
 
 
+@njit(parallel=True, cache=True)
+def count_hits(offsets, nodes, mark):
+    """Sets holding at least one marked element."""
+    num = offsets.shape[0] - 1
+    hit = np.zeros(num, dtype=np.uint8)
+    for i in prange(num):
+        for x in range(offsets[i], offsets[i + 1]):
+            if mark[nodes[x]]:
+                hit[i] = 1
+                break
+    return hit.sum()
+
+
 class CPUSampler:
     """gIM's keyed RR-set sampler on the CPU (NumPy + Numba): the ``gim`` sampler of ``gpucore.im.engine``."""
 
@@ -372,6 +385,12 @@ class CPUSelector:
 
     def start(self, coll, k: int) -> CPUSelection:
         return CPUSelection(coll, k, self.n, self.rounds)
+
+    def coverage(self, coll, elements) -> int:
+        """Sets of ``coll`` holding at least one of ``elements``."""
+        mark = np.zeros(self.n * self.rounds, dtype=np.uint8)
+        mark[np.asarray(elements, dtype=np.int64)] = 1
+        return int(count_hits(np.asarray(coll.offsets), np.asarray(coll.nodes), mark))
 
     def greedy(self, coll, k: int):
         sel = self.start(coll, k)

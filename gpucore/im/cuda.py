@@ -294,10 +294,24 @@ class CUDASelector(_Device):
         self.k_index = gmod.get_function("im_index")
         self.k_argmax = gmod.get_function("im_argmax")
         self.k_take = gmod.get_function("im_take")
+        self.k_hits = gmod.get_function("im_hits")
         self.sms, _per_sm = self._device_facts()
 
     def start(self, coll, k: int) -> CUDASelection:
         return CUDASelection(self, coll, k)
+
+    def coverage(self, coll, elements) -> int:
+        """Sets of ``coll`` holding at least one of ``elements``."""
+        be = self.backend
+        mark = np.zeros(self.n * self.rounds, dtype=np.uint8)
+        mark[np.asarray(elements, dtype=np.int64)] = 1
+        hits = be.zeros((1,), np.uint64, what="hit counter")
+        num = int(coll.count)
+        if num:
+            grid = int(max(1, min((num * 32 + 255) // 256, self.sms * 32)))
+            self.k_hits((grid,), (256,), (coll.offsets, coll.nodes, _i64(num), be.asarray(mark, what="seed marks"),
+                                          hits))
+        return _host_int(be, hits)
 
     def greedy(self, coll, k: int):
         sel = self.start(coll, k)

@@ -1,27 +1,33 @@
-"""IMM (Tang, Shi, Xiao 2015) with fresh final-phase RR sets (Chen 2018), and MRIM (CR-NAIMM).
+"""IMM (Tang, Shi, Xiao 2015) whose final phase reuses the estimation sets under a union bound, and MRIM.
 
-``imm(graph, k, epsilon, model)`` runs three phases, each a function below (so that a distributed
-run can replace one phase's sampling or selection and keep the rest):
+``imm(graph, k, epsilon, model)`` runs four phases, each a function below (a distributed run can
+replace one phase's sampling or selection and keep the rest):
 
 1. ``estimate_lower_bound``: for i = 1 .. floor(log2 n) - 1, extend R (sets j = 0, 1, ...) to
    theta_i = ceil(lambda' / x_i) sets, greedy-select S_i, stop at the first i with
    n F_R(S_i) >= (1 + eps') x_i and set LB = n F_R(S_i) / (1 + eps'); LB = 1 if none passes;
-2. ``sample_final``: theta = ceil(lambda* / LB); R is dropped and theta *fresh* sets
-   j = FINAL_OFFSET, ... are drawn;
-3. ``select_seeds``: greedy max-cover on the fresh sets gives the seeds; n F(S) on them is the
-   estimated spread.
+2. ``sample_final``: extend the same R to theta = max(|R|, ceil(lambda* / L)) sets, L = LB rounded
+   down to a fixed grid; theta is one of finitely many counts fixed in advance and lambda* pays
+   for a union bound over them, which keeps IMM's guarantee although the sets are reused
+   (``gpucore.im.theory``; the argument, with Chen 2018's objection it answers, in ``docs/im.md``);
+3. ``select_seeds``: greedy max-cover on those theta sets gives the seeds (when theta is the
+   search's own count, its last greedy already is that selection);
+4. ``estimate_spread``: n times the fraction of *other* sets (j = ESTIMATE_OFFSET, ...) that the
+   seeds cover: an unbiased estimate (the covered fraction of the sets that chose the seeds is
+   biased upward), with its standard error.
 
 ``rounds = T > 1`` is multi-round IM (CR-NAIMM port, spec section 3): each set draws one root and
 runs T reverse traversals from it (round t with its own coins), elements are (node, round) pairs
 ``t * n + u``, and the cross-round greedy picks k seeds per round. Formulas: ``gpucore.im.theory``.
 Samplers and selectors: ``gpucore.im.engine``. Seconds per phase: ``gpucore.timing.Phases``.
 
-Before every extension the bytes needed for the target count are projected from the mean set size
-seen so far; beyond the memory budget an ``OutOfMemoryError`` names the size needed.
+Before an extension the peak bytes of the phase are projected from the mean set size seen so far
+(``bytes_needed``); beyond the memory budget an ``OutOfMemoryError`` names the size needed.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -30,35 +36,44 @@ import numpy as np
 from gpucore.backend import available_ram, get_backend
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.engine import make_engine
-from gpucore.im.rrsets import FINAL_OFFSET, MAX_ROUNDS
+from gpucore.im.rrsets import ESTIMATE_OFFSET, MAX_ROUNDS
 from gpucore.im.theory import imm_parameters
 from gpucore.progress import status
 from gpucore.timing import Phases
 
 MODELS = ("IC", "LT")
 #: seconds_by_phase keys of every IMM result
-PHASES = ("lb_sampling", "lb_selection", "final_sampling", "final_selection")
+PHASES = ("lb_sampling", "lb_selection", "final_sampling", "final_selection", "estimate")
 #: sets drawn first, before any mean size is known (then the memory projection starts)
 PILOT_SETS = 2048
 #: elements per sampling batch (bounds the temporary buffers)
 BATCH_ELEMENTS = 1 << 26
+#: relative standard error the spread estimate aims at (its sets: at most theta)
+ESTIMATE_RSE = 0.01
 
 
-def bytes_needed(engine, sets: int, elements: float) -> int:
-    """Memory a collection of ``sets`` sets and ``elements`` elements needs, selection included."""
+def bytes_needed(engine, sets: int, elements: float, held: int = 0) -> int:
+    """Peak bytes of growing a collection to ``sets`` sets holding ``elements`` elements and selecting
+    on it: the collection, plus the larger of (its growth: the ``held`` bytes of the arrays being
+    replaced and one sampling batch) and (the greedy's inverted index and per-element arrays)."""
     universe = engine.n * engine.rounds
-    if engine.backend.is_cuda:  # elements + offsets + covered flags + counts + sampling pool slack
-        return int(4 * elements * 1.25 + 9 * sets + 8 * universe)
-    # elements + inverted index + offsets + covered + counts/inverse pointers + sampling buffers
-    return int(4 * elements * 2.3 + 9 * sets + 24 * universe)
+    coll = 4.0 * elements * 1.05 + 8.0 * sets
+    batch_elements = min(elements, BATCH_ELEMENTS)
+    batch_sets = batch_elements / max(1.0, elements / max(1, sets))
+    batch = 4.0 * 1.3 * batch_elements + 24.0 * batch_sets + 4096.0 * 4
+    if engine.backend.is_cuda:  # inverted index, its pointers and fill pointers, counts, flags
+        select = 4.0 * elements + 21.0 * universe + sets
+    else:  # the same plus the lazy heap
+        select = 4.0 * elements + 29.0 * universe + sets
+    return int(coll + max(held + batch, select))
 
 
-def memory_budget(backend, limit: int | None) -> int:
+def memory_budget(backend, limit: int | None, held: int) -> int:
+    """Bytes the collection may use in all: the limit, or what is free now plus what it ``held``."""
     if limit is not None:
         return int(limit)
-    if backend.is_cuda:
-        return int(backend.free_memory() * 0.92)
-    return int(available_ram() * 0.85)
+    free = backend.free_memory() * 0.92 if backend.is_cuda else available_ram() * 0.85
+    return int(free) + int(held)
 
 
 def extend(engine, coll, target: int, memory_limit: int | None, mean_hint: float, phase: str) -> None:
@@ -77,9 +92,9 @@ def extend(engine, coll, target: int, memory_limit: int | None, mean_hint: float
             batch = min(remaining, PILOT_SETS)
         else:
             if not checked:
-                projected = coll.total + remaining * mean
-                need = bytes_needed(engine, target, projected)
-                budget = memory_budget(engine.backend, memory_limit) + coll.nbytes()
+                held = coll.nbytes()
+                need = bytes_needed(engine, target, coll.total + remaining * mean, held)
+                budget = memory_budget(engine.backend, memory_limit, held)
                 if need > budget:
                     raise OutOfMemoryError(
                         f"IMM {phase} phase needs about {format_bytes(need)} for theta = {target:,} RR sets "
@@ -102,31 +117,30 @@ def _check_model(model: str) -> str:
 @dataclass
 class LowerBound:
     """Outcome of the lower-bound search: LB, the iteration that set it (None: the LB = 1 fallback),
-    one record per iteration, and the sets R held at the end with their mean size."""
+    one record per iteration, and the last greedy (its set count and (chosen, gains, covered)):
+    when the final phase keeps exactly those sets, that greedy is the final selection."""
 
     value: float = 1.0
     iteration: int | None = None
     iterations: list = field(default_factory=list)
-    sets: int = 0
-    mean_size: float = 0.0
+    last_sets: int = 0
+    last_greedy: tuple | None = None
 
 
-def estimate_lower_bound(engine, params, k: int, phases: Phases, memory_limit: int | None = None) -> LowerBound:
-    """IMM's Algorithm 2 (Tang et al. 2015, section 4.1): the first i whose greedy S_i passes
-    ``n F_R(S_i) >= (1 + eps') x_i`` on theta_i sets j = 0, 1, ... sets LB = n F_R(S_i) / (1 + eps').
-
-    R grows across iterations (iteration i uses the first theta_i sets). The sets are dropped here.
-    """
+def estimate_lower_bound(engine, coll, params, k: int, phases: Phases, memory_limit: int | None = None) -> LowerBound:
+    """IMM's Algorithm 2 (Tang et al. 2015, section 4.1) on ``coll`` (sets j = 0, 1, ...): the first i
+    whose greedy S_i passes ``n F_R(S_i) >= (1 + eps') x_i`` on the first theta_i sets sets
+    LB = n F_R(S_i) / (1 + eps'). ``coll`` keeps its sets for the final phase."""
     out = LowerBound()
-    coll = engine.collection(0)
     for i in range(1, params.max_iterations + 1):
         target = params.theta_i(i)
         status(f"IMM LB iteration {i}: {target:,} RR sets")
         with phases.phase("lb_sampling"):
             extend(engine, coll, target, memory_limit, 0.0, "lower-bound")
-            engine.synchronize()
         with phases.phase("lb_selection"):
-            _chosen, _gains, covered = engine.greedy(coll, k)
+            out.last_greedy = engine.greedy(coll, k)
+        out.last_sets = coll.count
+        covered = int(out.last_greedy[2])
         frac = covered / coll.count
         out.iterations.append({"i": i, "x": params.x(i), "theta_i": target, "covered": covered,
                                "estimate": params.n * frac})
@@ -134,26 +148,57 @@ def estimate_lower_bound(engine, params, k: int, phases: Phases, memory_limit: i
         if passed is not None:
             out.value, out.iteration = passed, i
             break
-    out.sets, out.mean_size = coll.count, coll.mean_size
-    coll.release()
     return out
 
 
-def sample_final(engine, theta: int, mean_hint: float, phases: Phases, memory_limit: int | None = None):
-    """IMM's final phase: theta fresh RR sets j = FINAL_OFFSET, ... (never the estimation ones: Chen 2018)."""
-    status(f"IMM final phase: {theta:,} RR sets")
+def sample_final(engine, coll, theta: int, phases: Phases, memory_limit: int | None = None) -> None:
+    """IMM's final sampling: extend ``coll`` (the lower-bound search's sets) to its first ``theta`` sets."""
+    status(f"IMM final phase: {theta:,} RR sets ({coll.count:,} from the lower-bound search)")
     with phases.phase("final_sampling"):
-        final = engine.collection(FINAL_OFFSET)
-        extend(engine, final, theta, memory_limit, mean_hint, "final")
-        engine.synchronize()
-    return final
+        extend(engine, coll, theta, memory_limit, coll.mean_size, "final")
 
 
-def select_seeds(engine, coll, k: int, phases: Phases):
-    """Greedy max-cover of ``coll`` with k seeds per round: (chosen elements, marginal gains, covered)."""
+def select_seeds(engine, coll, k: int, phases: Phases, done=None):
+    """Greedy max-cover of ``coll`` with k seeds per round: (chosen elements, marginal gains, covered).
+    ``done``: the greedy already run on exactly these sets (the last lower-bound iteration's), reused."""
     with phases.phase("final_selection"):
-        chosen, gains, covered = engine.greedy(coll, k)
+        chosen, gains, covered = done if done is not None else engine.greedy(coll, k)
     return np.asarray(chosen, dtype=np.int64), np.asarray(gains, dtype=np.int64), int(covered)
+
+
+def estimate_sets(theta: int, covered_fraction: float) -> int:
+    """Sets for the spread estimate: enough for a relative standard error of ESTIMATE_RSE at the
+    selection's covered fraction F ((1 - F) / (F rse^2)), at most theta and at least min(theta, 1024)."""
+    if covered_fraction <= 0.0:
+        return theta
+    want = math.ceil((1.0 - covered_fraction) / (covered_fraction * ESTIMATE_RSE**2))
+    return int(min(theta, max(want, 1024)))
+
+
+@dataclass
+class SpreadEstimate:
+    """n x the fraction of ``sets`` RR sets (j = ``j_begin`` ...) that hold a seed, and its standard error."""
+
+    value: float
+    stderr: float
+    sets: int
+    hits: int
+    j_begin: int
+
+
+def estimate_spread(engine, chosen, sets: int, phases: Phases, memory_limit: int | None = None,
+                    mean_hint: float = 0.0) -> SpreadEstimate:
+    """Score the seeds on ``sets`` RR sets that did not choose them (j = ESTIMATE_OFFSET, ...):
+    n F is then an unbiased estimate of the expected spread (of the union over rounds in MRIM)."""
+    n = engine.n
+    with phases.phase("estimate"):
+        coll = engine.collection(ESTIMATE_OFFSET)
+        extend(engine, coll, sets, memory_limit, mean_hint, "estimate")
+        hits = int(engine.coverage(coll, chosen))
+        coll.release()
+    frac = hits / sets
+    return SpreadEstimate(value=n * frac, stderr=n * math.sqrt(frac * (1.0 - frac) / sets), sets=sets, hits=hits,
+                          j_begin=ESTIMATE_OFFSET)
 
 
 def imm(
@@ -183,13 +228,17 @@ def imm(
     phases = Phases(PHASES, sync=be.synchronize)
     n = graph.n
 
-    lb = estimate_lower_bound(engine, params, k, phases, memory_limit)
-    theta = params.theta(lb.value)
-    final = sample_final(engine, theta, lb.mean_size, phases, memory_limit)
-    chosen, gains, covered = select_seeds(engine, final, k, phases)
-    elements = int(final.total)
+    coll = engine.collection(0)
+    lb = estimate_lower_bound(engine, coll, params, k, phases, memory_limit)
+    lb_sets, lb_mean = coll.count, coll.mean_size
+    theta = params.theta(lb.value, lb_sets)
+    sample_final(engine, coll, theta, phases, memory_limit)
+    same = lb.last_greedy if coll.count == lb.last_sets else None
+    chosen, gains, covered = select_seeds(engine, coll, k, phases, same)
+    elements, mean = int(coll.total), coll.mean_size
+    coll.release()
+    spread = estimate_spread(engine, chosen, estimate_sets(theta, covered / theta), phases, memory_limit, mean)
     peak = be.peak_memory()
-    final.release()
 
     seconds = time.perf_counter() - t_start
     orig = np.asarray(graph.original_id)
@@ -207,13 +256,16 @@ def imm(
         "theta": int(theta),
         "lower_bound": float(lb.value),
         "lb_iteration": lb.iteration,
-        "lb_sets": int(lb.sets),
+        "lb_sets": int(lb_sets),
         "lb_iterations": lb.iterations,
         "covered": int(covered),
-        "estimated_spread": float(n * covered / theta),
+        "selection_spread": float(n * covered / theta),
+        "estimated_spread": spread.value,
+        "estimated_spread_stderr": spread.stderr,
+        "estimate_sets": {"j_begin": spread.j_begin, "count": spread.sets, "covered": spread.hits},
         "rr_elements": elements,
-        "rr_mean_size": elements / theta,
-        "lb_mean_size": float(lb.mean_size),
+        "rr_mean_size": mean,
+        "lb_mean_size": float(lb_mean),
         "parameters": params.to_dict(),
         "seconds": seconds,
         "seconds_by_phase": phases.seconds,

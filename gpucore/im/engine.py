@@ -35,6 +35,8 @@ Selector contract (``CPUSelector`` / ``CUDASelector``)
     newly covers (their members' counts drop; the element becomes chosen; its round is closed once
     it holds k); ``Selection.covered`` -> sets covered so far. ``stepwise_greedy`` below is the
     whole greedy on that interface; ``greedy`` is its fast path (identical results).
+``coverage(coll, elements) -> int``
+    The sets of ``coll`` holding at least one of ``elements`` (scoring seeds on other sets).
 
 The sampler registry names implementations by module, imported on first use, so the project works
 without the optional ones: ``SAMPLERS[name] = (module, factory)``; the factory is called as
@@ -117,6 +119,9 @@ class Engine:
 
     def start(self, coll, k: int):
         return self.selector.start(coll, k)
+
+    def coverage(self, coll, elements) -> int:
+        return self.selector.coverage(coll, elements)
 
 
 def make_engine(graph, model: str, rounds: int, seed: int, backend, sampler: str = "gim", **sampler_options) -> Engine:

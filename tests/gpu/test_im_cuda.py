@@ -17,7 +17,7 @@ from gpucore.graph import from_arcs, preprocess
 from gpucore.graph.generators import preferential_attachment
 from gpucore.im import imm
 from gpucore.im.cpu import CPUSampler
-from gpucore.im.rrsets import FINAL_OFFSET
+from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets, greedy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def real_graph(tmp_path_factory):
 @pytest.mark.parametrize("rounds", [1, 3])
 def test_rr_sets_equal_cpu(model, rounds):
     g = pa_graph()
-    for j0 in (0, FINAL_OFFSET):
+    for j0 in (0, ESTIMATE_OFFSET):
         want = engine_sets(CPUSampler(g, model, rounds, 11, cpu()), j0, 20000)
         got = engine_sets(engine(g, model, rounds, 11), j0, 20000, batch=7000)
         same_sets(want, got)

@@ -109,3 +109,24 @@ extern "C" __global__ void im_take(const gc_i64* __restrict__ inv_ptr, const int
     }
     if (lane == 0 && mine) atomicAdd(newly, mine);
 }
+
+// hits[0] += the sets holding at least one marked element (mark[e] != 0): a warp per set. Scores
+// seeds on sets that did not choose them (the spread estimate of gpucore/im/driver.py).
+extern "C" __global__ void im_hits(const gc_i64* __restrict__ offsets, const int* __restrict__ elements,
+                                   gc_i64 num_sets, const unsigned char* __restrict__ mark,
+                                   unsigned long long* __restrict__ hits) {
+    const int lane = threadIdx.x & 31;
+    const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
+    unsigned long long mine = 0ULL;
+    for (gc_i64 i = ((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < num_sets; i += warps) {
+        const gc_i64 end = offsets[i + 1];
+        for (gc_i64 base = offsets[i]; base < end; base += 32) {
+            const gc_i64 x = base + lane;
+            if (__any_sync(IM_FULL, x < end && mark[elements[x]] != 0)) {
+                mine += 1ULL;
+                break;
+            }
+        }
+    }
+    if (lane == 0 && mine) atomicAdd(hits, mine);
+}
