@@ -82,6 +82,16 @@ def test_tier2_for_sets_beyond_the_staging_buffer():
     same_sets(want, engine_sets(emulated_engine(g, "LT", 1, 8, stage_cap=2), 0, 300))
 
 
+@pytest.mark.parametrize("kw", [{"warps_per_block": 1}, {"warps_per_block": 3, "warps": 7}])
+def test_warps_per_block(kw):
+    """Workers are warps: one per block, or several per block with a partial last block."""
+    g = wc_graph(200, 8, seed=7)
+    eng = emulated_engine(g, "IC", 1, 6, **kw)
+    if "warps" in kw:
+        assert eng.sampler.warps == 7
+    same_sets(cpu_sets(g, "IC", 1, 6, 0, 200), engine_sets(eng, 0, 200, batch=90))
+
+
 def test_pool_overflow_retry():
     g = wc_graph(200, 8, seed=3)
     want = cpu_sets(g, "IC", 1, 4, 0, 300)

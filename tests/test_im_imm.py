@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,7 +37,7 @@ class FakeEngine:
 
         class Coll:
             def __init__(self):
-                self.j_begin, self.count, self.total = j_begin, 0, 0
+                self.j_begin, self.count, self.total, self.projected_bytes = j_begin, 0, 0, 0
 
             @property
             def mean_size(self):
@@ -50,6 +55,9 @@ class FakeEngine:
         c = Coll()
         self.collections.append(c)
         return c
+
+    def warm_up(self):
+        pass
 
     def sample_into(self, coll, count, mean):
         coll.count += count
@@ -168,6 +176,35 @@ def test_theta_beyond_memory_names_the_size():
         imm(g, 5, 0.01, "IC", backend="cpu", memory_limit=200_000)
 
 
+def test_memory_limit_is_the_budget_named():
+    """An explicit limit is the whole budget: the error names it (not limit + what is already held)."""
+    from gpucore.errors import format_bytes
+
+    g = path_graph(200, 0.9)
+    need = imm(g, 5, 0.05, "IC", backend="cpu")["memory_projected"]
+    limit = need - 1
+    with pytest.raises(OutOfMemoryError) as info:
+        imm(g, 5, 0.05, "IC", backend="cpu", memory_limit=limit)
+    assert f"but {format_bytes(limit)} is available" in str(info.value)
+    assert imm(g, 5, 0.05, "IC", backend="cpu", memory_limit=need)["memory_projected"] == need
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc/self/clear_refs")
+@pytest.mark.parametrize("nodes,p,eps", [(20000, 0.1, 0.1), (3000, 0.3, 0.1)])
+def test_memory_projection_bounds_the_peak(nodes, p, eps):
+    """The projection covers the measured resident peak of a run (many small sets; few large ones),
+    without overshooting it by half (a projection that large would refuse runs that fit)."""
+    script = Path(__file__).with_name("im_memory_probe.py")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, str(script), str(nodes), str(p), str(eps)], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    slack = 16 << 20  # interpreter and allocator noise
+    assert got["peak"] <= got["projected"] + slack, got
+    assert got["projected"] <= 1.5 * got["peak"] + slack, got
+
+
 def test_engine_counts_are_exact_on_a_fixed_collection():
     g = path_graph(10, 1.0)
     eng = imm_mod.make_engine(g, "IC", 1, 0, imm_mod.get_backend("cpu"))
@@ -218,3 +255,26 @@ def test_every_weight_scheme(tmp_path, weights):
         res = imm(g, 5, 0.3, model, seed=1, backend="cpu")
         rep = verify_result(g, res, runs=3000, seed=2, backend="cpu")
         assert rep["passed"], (weights, model, rep["failures"])
+
+
+def test_lt_weights_above_one_warn_and_are_recorded():
+    # node 3's in-weights sum to 0.7 + 0.6 = 1.3 > 1 (rescaled for LT); node 4's to 0.5
+    g = from_arcs(5, [0, 1, 2, 0], [3, 3, 4, 4], [0.7, 0.6, 0.25, 0.25])
+    with pytest.warns(UserWarning, match=r"LT in-weights of 1 nodes sum above 1; they are rescaled"):
+        res = imm(g, 1, 0.5, "LT", backend="cpu")
+    assert res["lt_rescaled_nodes"] == 1
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = imm(path_graph(10, 0.5), 1, 0.5, "LT", backend="cpu")
+        assert ok["lt_rescaled_nodes"] == 0
+        assert "lt_rescaled_nodes" not in imm(g, 1, 0.5, "IC", backend="cpu")
+
+
+def test_warm_up_is_outside_the_phases():
+    res = imm(path_graph(), 2, 0.5, "IC", backend="cpu")
+    assert res["warm_up_seconds"] > 0
+    assert set(res["seconds_by_phase"]) == {"lb_sampling", "lb_selection", "final_sampling", "final_selection",
+                                            "estimate"}
+    assert sum(res["seconds_by_phase"].values()) <= res["seconds"]

@@ -3,9 +3,10 @@
 ``CUDASampler`` (the ``gim`` sampler of ``gpucore.im.engine``) samples a batch of sets
 j_begin .. j_begin + count - 1:
 
-1. tier 1: N_b = SMs x max-resident-blocks persistent one-warp blocks (gIM Eq. 5), each with its
-   own bitmap (ceil(n/32) words), staging buffer and overflow reservoir; finished sets go to a
-   pool (one atomicAdd each) with (start, size) recorded at index j - j_begin;
+1. tier 1: persistent warps (gIM's one-warp workers, ``warps_per_block`` to a block; SMs x
+   max-resident-blocks x warps_per_block of them, gIM Eq. 5 counted in warps), each with its own
+   bitmap (ceil(n/32) words), staging buffer and overflow reservoir; finished sets go to a pool
+   (one atomicAdd each) with (start, size) recorded at index j - j_begin;
 2. tier 2: the sets too large for a tier-1 staging buffer (their j listed in ``deferred``) run
    again with a staging buffer of T * n on as many blocks as the memory budget allows;
 3. if the pool overflowed (its capacity is estimated from the mean set size seen so far), the
@@ -27,7 +28,9 @@ from gpucore.kernels import load_module
 
 #: shared-memory queue entries per block (gIM's |Q_shr|, re-derived for Hopper's shared memory)
 QUEUE_SIZE = 1024
-#: tier-1 staging entries per block: at least this many, more when memory allows
+#: warps per block of im_sample (each warp an independent worker; more warps resident per SM)
+WARPS_PER_BLOCK = 2
+#: tier-1 staging entries per warp: at least this many, more when memory allows
 MIN_STAGE = 4096
 MAX_STAGE = 1 << 20
 
@@ -62,8 +65,8 @@ class CUDASampler(_Device):
 
     name = "gim-cuda"
 
-    def __init__(self, graph, model: str, rounds: int, seed: int, backend, blocks: int | None = None,
-                 stage_cap: int | None = None):
+    def __init__(self, graph, model: str, rounds: int, seed: int, backend, warps: int | None = None,
+                 stage_cap: int | None = None, warps_per_block: int = WARPS_PER_BLOCK):
         from gpucore.im.cpu import lt_prefix
         from gpucore.im.rrsets import RRCollection
 
@@ -89,31 +92,34 @@ class CUDASampler(_Device):
         qcum = lt_prefix(host["in_indptr"], host["in_prob"]) if self.lt else np.zeros(1, dtype=np.int64)
         self.d = {name: backend.asarray(arr, what=f"graph array {name}") for name, arr in host.items()}
         self.d["qcum"] = backend.asarray(qcum, what="LT prefix sums")
-        mod = self._load("im/im_sample", (("IM_QS", str(QUEUE_SIZE)),))
+        self.warps_per_block = int(warps_per_block)
+        if not 1 <= self.warps_per_block <= 32:
+            raise GpucoreError(f"warps_per_block {warps_per_block}: must be in [1, 32]")
+        mod = self._load("im/im_sample", (("IM_QS", str(QUEUE_SIZE)), ("IM_WARPS", str(self.warps_per_block))))
         self.k_sample = mod.get_function("im_sample")
         self.k_compact = mod.get_function("im_compact")
 
         self.sms, per_sm = self._device_facts()
         self.words = (self.n + 31) // 32
         free = self._free_memory()
-        want_blocks = blocks or self.sms * per_sm  # gIM Eq. 5
-        # bitmaps + staging + reservoir of all blocks within ~15% of free memory
+        want = warps or self.sms * per_sm * self.warps_per_block  # gIM Eq. 5, in warps
+        # bitmaps + staging + reservoir of all workers within ~15% of free memory
         max_set = self.n * self.rounds
         if stage_cap is None:
-            stage_cap = min(max_set, MAX_STAGE, max(MIN_STAGE, int(0.10 * free / max(1, want_blocks) / 8)))
+            stage_cap = min(max_set, MAX_STAGE, max(MIN_STAGE, int(0.10 * free / max(1, want) / 8)))
         self.stage_cap = int(max(1, min(stage_cap, max_set)))
         self.res_cap = ((min(self.stage_cap, self.n) + 31) // 32) * 32 + 32
-        per_block = 4 * self.words + 4 * self.stage_cap + 4 * self.res_cap
-        fit = int(0.15 * free // per_block)
-        self.blocks = int(max(1, min(want_blocks, fit)))
-        self.bitmaps = backend.zeros((self.blocks * self.words,), np.uint32, what="visited bitmaps")
-        self.stages = backend.empty((self.blocks * self.stage_cap,), np.int32, what="RR staging buffers")
-        self.reservoirs = backend.empty((self.blocks * self.res_cap,), np.int32, what="queue reservoirs")
-        self.counters = backend.zeros((4,), np.uint64, what="counters")  # next, pool_tail, n_deferred, spare
-        self.flags = backend.zeros((1,), np.int32, what="flags")
+        per_warp = 4 * self.words + 4 * self.stage_cap + 4 * self.res_cap
+        fit = int(0.15 * free // per_warp)
+        self.warps = int(max(1, min(want, fit)))
+        self.bitmaps = backend.zeros((self.warps * self.words,), np.uint32, what="visited bitmaps")
+        self.stages = backend.empty((self.warps * self.stage_cap,), np.int32, what="RR staging buffers")
+        self.reservoirs = backend.empty((self.warps * self.res_cap,), np.int32, what="queue reservoirs")
+        # next set, pool tail, deferred sets, sets finished, pool overflow: read back once per batch
+        self.counters = backend.zeros((5,), np.uint64, what="sampler counters")
         self.dummy = backend.zeros((1,), np.int64, what="dummy")
         self.pool_factor = 1.3  # pool = count * mean * factor + slack (tests shrink both to force retries)
-        self.pool_slack = 32 * self.blocks + 4096
+        self.pool_slack = 32 * self.warps + 4096
         self.retries = 0
 
     # ---- sampling ---------------------------------------------------------------------------
@@ -123,23 +129,27 @@ class CUDASampler(_Device):
     def synchronize(self) -> None:
         self.backend.synchronize()
 
-    def _launch_sample(self, blocks, j_begin, count, use_list, j_list, stages, stage_cap, reservoirs, res_cap, pool,
-                       set_start, set_size, deferred):
-        self.counters[0] = 0  # next
-        self.counters[2] = 0  # n_deferred
+    def _launch_sample(self, warps, j_begin, count, use_list, j_list, stages, stage_cap, reservoirs, res_cap, pool,
+                       set_start, set_size, deferred, pool_tail: int = 0) -> np.ndarray:
+        """One im_sample launch on ``warps`` workers, appending to ``pool`` at ``pool_tail``; returns the
+        counters (one device-to-host copy)."""
+        self.counters.fill(0)
+        if pool_tail:
+            self.counters[1] = pool_tail
+        grid = (int(warps) + self.warps_per_block - 1) // self.warps_per_block
         self.k_sample(
-            (int(blocks),),
-            (32,),
+            (grid,),
+            (32 * self.warps_per_block,),
             (
                 self.d["in_indptr"], self.d["in_src"], self.d["in_eid"], self.d["in_prob"], self.d["qcum"],
                 np.int32(1 if self.lt else 0), _i64(self.n), self.seed, _i64(self.rounds),
                 _i64(j_begin), _i64(count), np.int32(use_list), j_list,
-                self.counters[0:1], self.bitmaps, _i64(self.words),
+                _i64(warps), self.bitmaps, _i64(self.words),
                 stages, _i64(stage_cap), reservoirs, _i64(res_cap),
-                pool, _i64(pool.shape[0]), self.counters[1:2], set_start, set_size,
-                deferred, self.counters[2:3], self.flags,
+                pool, _i64(pool.shape[0]), set_start, set_size, deferred, self.counters,
             ),
         )
+        return self.backend.to_host(self.counters)
 
     def sample_into(self, coll, count: int, mean_hint: float) -> None:
         """Append sets j = coll.j_end .. coll.j_end + count - 1 to ``coll`` (in order of j)."""
@@ -155,27 +165,24 @@ class CUDASampler(_Device):
         deferred = be.empty((count,), np.int64, what="deferred RR sets")
         while True:
             pool = be.empty((pool_cap,), np.int32, what=f"RR-set pool ({pool_cap:,} int32)")
-            set_size.fill(-1)
-            self.counters[1] = 0  # pool_tail
-            self.flags.fill(0)
-            self._launch_sample(self.blocks, j_begin, count, 0, self.dummy, self.stages, self.stage_cap,
-                                self.reservoirs, self.res_cap, pool, set_start, set_size, deferred)
-            overflow = _host_int(self.backend, self.flags)
-            n_def = _host_int(self.backend, self.counters[2:3]) if not overflow else 0
-            if not overflow and n_def:
-                overflow = self._tier2(j_begin, n_def, deferred, pool, set_start, set_size)
+            c = self._launch_sample(self.warps, j_begin, count, 0, self.dummy, self.stages, self.stage_cap,
+                                    self.reservoirs, self.res_cap, pool, set_start, set_size, deferred)
+            total, finished, overflow = int(c[1]), int(c[3]), bool(c[4])
+            if not overflow and c[2]:
+                total, done2, overflow = self._tier2(j_begin, int(c[2]), deferred, pool, total, set_start, set_size)
+                finished += done2
             if not overflow:
                 break
             del pool
             self.retries += 1
             pool_cap *= 2  # estimates were short: redo the batch with a larger pool (same keys, same sets)
-        total = _host_int(self.backend, self.counters[1:2])
-        if int(xp.count_nonzero(set_size < 0)):
-            raise RuntimeError("im_sample left RR sets unfinished (internal error)")
+        if finished != count:
+            raise RuntimeError(f"im_sample finished {finished} of {count} RR sets (internal error)")
         coll.reserve(count, total)
         first = coll.count
-        ends = xp.cumsum(set_size, dtype=xp.int64) + coll.total
-        coll._offsets[first + 1 : first + 1 + count] = ends
+        xp.cumsum(set_size, dtype=xp.int64, out=coll._offsets[first + 1 : first + 1 + count])
+        if coll.total:
+            coll._offsets[first + 1 : first + 1 + count] += coll.total
         dst = coll._offsets[first : first + count]
         threads = 256
         grid = int(min((count * 32 + threads - 1) // threads, self.sms * 64))
@@ -184,29 +191,28 @@ class CUDASampler(_Device):
         coll.total += total
         del pool
 
-    def _tier2(self, j_begin, n_def, deferred, pool, set_start, set_size) -> int:
-        """Re-run the deferred sets with staging for a whole set; returns the pool-overflow flag."""
+    def _tier2(self, j_begin, n_def, deferred, pool, pool_tail, set_start, set_size) -> tuple[int, int, bool]:
+        """Re-run the deferred sets with staging for a whole set: (pool tail, sets finished, overflow)."""
         be = self.backend
         stage_cap = self.n * self.rounds
         res_cap = ((self.n + 31) // 32) * 32 + 32
-        per_block = 4 * (stage_cap + res_cap)
-        fit = int(0.25 * self._free_memory() // per_block)
-        blocks = max(1, min(n_def, self.blocks, fit))
+        per_warp = 4 * (stage_cap + res_cap)
+        fit = int(0.25 * self._free_memory() // per_warp)
+        warps = max(1, min(n_def, self.warps, fit))
         if fit < 1:
             raise OutOfMemoryError(
-                f"an RR set larger than {self.stage_cap:,} elements needs a {format_bytes(per_block)} buffer; "
+                f"an RR set larger than {self.stage_cap:,} elements needs a {format_bytes(per_warp)} buffer; "
                 f"only {format_bytes(self._free_memory())} is free on the GPU"
             )
-        stages = be.empty((blocks * stage_cap,), np.int32, what="tier-2 RR staging buffers")
-        reservoirs = be.empty((blocks * res_cap,), np.int32, what="tier-2 queue reservoirs")
+        stages = be.empty((warps * stage_cap,), np.int32, what="tier-2 RR staging buffers")
+        reservoirs = be.empty((warps * res_cap,), np.int32, what="tier-2 queue reservoirs")
         j_list = deferred[:n_def].copy()
         again = be.empty((n_def,), np.int64, what="deferred RR sets")
-        self._launch_sample(blocks, j_begin, n_def, 1, j_list, stages, stage_cap, reservoirs, res_cap, pool,
-                            set_start, set_size, again)
-        overflow = _host_int(self.backend, self.flags)
-        if not overflow and _host_int(self.backend, self.counters[2:3]):
+        c = self._launch_sample(warps, j_begin, n_def, 1, j_list, stages, stage_cap, reservoirs, res_cap, pool,
+                                set_start, set_size, again, pool_tail)
+        if not c[4] and c[2]:
             raise RuntimeError("im_sample deferred an RR set in tier 2 (internal error)")
-        return overflow
+        return int(c[1]), int(c[3]), bool(c[4])
 
 
 class CUDASelection:

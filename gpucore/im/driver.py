@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,19 +53,17 @@ BATCH_ELEMENTS = 1 << 26
 ESTIMATE_RSE = 0.01
 
 
-def bytes_needed(engine, sets: int, elements: float, held: int = 0) -> int:
+def bytes_needed(engine, sets: int, elements: float, held: int = 0, batch_sets: int | None = None) -> int:
     """Peak bytes of growing a collection to ``sets`` sets holding ``elements`` elements and selecting
-    on it: the collection, plus the larger of (its growth: the ``held`` bytes of the arrays being
-    replaced and one sampling batch) and (the greedy's inverted index and per-element arrays)."""
+    on it: the new arrays, plus the larger of (the growth: the ``held`` bytes of the arrays being
+    replaced and one sampling batch of ``batch_sets`` sets) and (the greedy's inverted index and its
+    per-element and per-set arrays). Both backends keep the same arrays (``gpucore.im.cpu``/``cuda``)."""
     universe = engine.n * engine.rounds
+    mean = elements / max(1, sets)
+    batch_sets = sets if batch_sets is None else batch_sets
     coll = 4.0 * elements * 1.05 + 8.0 * sets
-    batch_elements = min(elements, BATCH_ELEMENTS)
-    batch_sets = batch_elements / max(1.0, elements / max(1, sets))
-    batch = 4.0 * 1.3 * batch_elements + 24.0 * batch_sets + 4096.0 * 4
-    if engine.backend.is_cuda:  # inverted index, its pointers and fill pointers, counts, flags
-        select = 4.0 * elements + 21.0 * universe + sets
-    else:  # the same plus the lazy heap
-        select = 4.0 * elements + 29.0 * universe + sets
+    batch = 4.0 * 1.3 * batch_sets * mean + 24.0 * batch_sets + 16384.0  # buffer or pool, sizes, starts
+    select = 4.0 * elements + 29.0 * universe + 2.0 * sets  # index, pointers, counts, heap/scan, flags
     return int(coll + max(held + batch, select))
 
 
@@ -77,7 +76,8 @@ def memory_budget(backend, limit: int | None, held: int) -> int:
 
 
 def extend(engine, coll, target: int, memory_limit: int | None, mean_hint: float, phase: str) -> None:
-    """Add sets to ``coll`` until it holds ``target``; raise OutOfMemoryError before overshooting."""
+    """Add sets to ``coll`` until it holds ``target``; raise OutOfMemoryError before overshooting.
+    The projected peak is kept in ``coll.projected_bytes`` (the largest of its extensions)."""
     if target >= 2**31 - 1:
         need = bytes_needed(engine, target, target * max(1.0, mean_hint or 1.0))
         raise OutOfMemoryError(
@@ -91,9 +91,10 @@ def extend(engine, coll, target: int, memory_limit: int | None, mean_hint: float
         if mean <= 0.0:
             batch = min(remaining, PILOT_SETS)
         else:
+            batch = min(remaining, max(PILOT_SETS, int(BATCH_ELEMENTS / max(mean, 1.0))))
             if not checked:
                 held = coll.nbytes()
-                need = bytes_needed(engine, target, coll.total + remaining * mean, held)
+                need = bytes_needed(engine, target, coll.total + remaining * mean, held, batch)
                 budget = memory_budget(engine.backend, memory_limit, held)
                 if need > budget:
                     raise OutOfMemoryError(
@@ -101,10 +102,21 @@ def extend(engine, coll, target: int, memory_limit: int | None, mean_hint: float
                         f"(mean {mean:.1f} elements each) but {format_bytes(budget)} is available on "
                         f"{engine.backend.name}; raise --eps, lower --k, or use more memory"
                     )
+                coll.projected_bytes = max(coll.projected_bytes, need)
                 coll.reserve(remaining, int(remaining * mean * 1.05) + 1024)
                 checked = True
-            batch = min(remaining, max(PILOT_SETS, int(BATCH_ELEMENTS / max(mean, 1.0))))
         engine.sample_into(coll, batch, mean)
+
+
+def lt_rescaled_nodes(graph) -> int:
+    """Nodes whose LT in-weights sum above 1 (``Graph.lt_in_weights`` rescales them to sum 1); warns."""
+    from gpucore.graph.weights import count_lt_violations
+
+    count = count_lt_violations(graph.in_indptr, graph.in_prob)
+    if count:
+        warnings.warn(f"{graph.path}: the LT in-weights of {count:,} nodes sum above 1; they are rescaled to sum "
+                      f"to 1 (recorded as lt_rescaled_nodes)", stacklevel=3)
+    return count
 
 
 def _check_model(model: str) -> str:
@@ -184,6 +196,7 @@ class SpreadEstimate:
     sets: int
     hits: int
     j_begin: int
+    projected_bytes: int = 0
 
 
 def estimate_spread(engine, chosen, sets: int, phases: Phases, memory_limit: int | None = None,
@@ -195,10 +208,11 @@ def estimate_spread(engine, chosen, sets: int, phases: Phases, memory_limit: int
         coll = engine.collection(ESTIMATE_OFFSET)
         extend(engine, coll, sets, memory_limit, mean_hint, "estimate")
         hits = int(engine.coverage(coll, chosen))
+        projected = coll.projected_bytes
         coll.release()
     frac = hits / sets
     return SpreadEstimate(value=n * frac, stderr=n * math.sqrt(frac * (1.0 - frac) / sets), sets=sets, hits=hits,
-                          j_begin=ESTIMATE_OFFSET)
+                          j_begin=ESTIMATE_OFFSET, projected_bytes=projected)
 
 
 def imm(
@@ -223,8 +237,12 @@ def imm(
         k = int(k)
     params = imm_parameters(graph.n, k, epsilon, ell, int(rounds))
     be = get_backend(backend) if isinstance(backend, str) else backend
+    rescaled = lt_rescaled_nodes(graph) if model == "LT" else 0
     be.reset_peak()
     engine = make_engine(graph, model, int(rounds), int(seed), be, sampler)
+    t_warm = time.perf_counter()
+    engine.warm_up()
+    warm_up = time.perf_counter() - t_warm
     phases = Phases(PHASES, sync=be.synchronize)
     n = graph.n
 
@@ -235,7 +253,7 @@ def imm(
     sample_final(engine, coll, theta, phases, memory_limit)
     same = lb.last_greedy if coll.count == lb.last_sets else None
     chosen, gains, covered = select_seeds(engine, coll, k, phases, same)
-    elements, mean = int(coll.total), coll.mean_size
+    elements, mean, projected = int(coll.total), coll.mean_size, coll.projected_bytes
     coll.release()
     spread = estimate_spread(engine, chosen, estimate_sets(theta, covered / theta), phases, memory_limit, mean)
     peak = be.peak_memory()
@@ -269,9 +287,13 @@ def imm(
         "parameters": params.to_dict(),
         "seconds": seconds,
         "seconds_by_phase": phases.seconds,
+        "warm_up_seconds": warm_up,
         "peak_device_memory": int(peak),
+        "memory_projected": int(max(projected, spread.projected_bytes)),
         "backend": be.device_info(),
     }
+    if model == "LT":
+        result["lt_rescaled_nodes"] = rescaled
     if rounds == 1:
         result["seed_ids"] = [int(x) for x in chosen]
         result["seeds"] = [int(orig[x]) for x in chosen]

@@ -123,6 +123,17 @@ class Engine:
     def coverage(self, coll, elements) -> int:
         return self.selector.coverage(coll, elements)
 
+    def warm_up(self, sets: int = 64) -> None:
+        """Run every code path of a solve once on a few throw-away sets, so that compiling and loading
+        kernels (Numba, CuPy's own kernels, first allocations) happens before the timed phases."""
+        coll = self.collection(0)
+        self.sample_into(coll, sets, 0.0)
+        self.sample_into(coll, sets, coll.mean_size)  # appending to a non-empty collection
+        self.greedy(coll, 1)
+        self.coverage(coll, [0])
+        coll.release()
+        self.synchronize()
+
 
 def make_engine(graph, model: str, rounds: int, seed: int, backend, sampler: str = "gim", **sampler_options) -> Engine:
     """The engine of ``backend`` with the named sampler (``SAMPLERS``) and the backend's selector."""

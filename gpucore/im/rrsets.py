@@ -35,6 +35,7 @@ class RRCollection:
         self.universe = self.n * self.rounds
         self.count = 0
         self.total = 0
+        self.projected_bytes = 0  # the IMM driver's memory projection for this collection (bytes)
         self._offsets = backend.zeros((1024,), np.int64, what="RR-set offsets")
         self._nodes = backend.empty((1024,), np.int32, what="RR-set elements")
 

@@ -32,7 +32,7 @@ def cpu():
 
 
 def engine(graph, model, rounds=1, seed=0, **kw):
-    """The CUDA gim sampler (``blocks`` / ``stage_cap`` force its rare paths)."""
+    """The CUDA gim sampler (``warps`` / ``stage_cap`` / ``warps_per_block`` force its rare paths)."""
     from gpucore.im.cuda import CUDASampler
 
     return CUDASampler(graph, model, rounds, seed, cuda(), **kw)
@@ -80,7 +80,7 @@ def test_rr_sets_equal_cpu(model, rounds):
 
 @pytest.mark.parametrize("model", ["IC", "LT"])
 def test_rr_sets_equal_cpu_midsize(model):
-    # 200k nodes, ~2M arcs, all 4224 blocks busy, several batches, MRIM too
+    # 200k nodes, ~2M arcs, every warp busy, several batches, MRIM too
     g = pa_graph(200_000, 2_000_000, seed=12)
     want = engine_sets(CPUSampler(g, model, 1, 3, cpu()), 5, 300_000)
     same_sets(want, engine_sets(engine(g, model, 1, 3), 5, 300_000, batch=70_000))
@@ -111,7 +111,8 @@ def test_queue_reservoir_and_tier2_paths():
     g = hub_graph(6000, 6000)
     want = engine_sets(CPUSampler(g, "IC", 1, 2, cpu()), 0, 3000)
     assert np.mean(np.diff(want[0]) >= 6001) > 0.5
-    for kw in ({}, {"stage_cap": 100}, {"blocks": 1}, {"blocks": 7, "stage_cap": 8000}):
+    for kw in ({}, {"stage_cap": 100}, {"warps": 1}, {"warps": 7, "stage_cap": 8000}, {"warps_per_block": 1},
+               {"warps_per_block": 4, "warps": 9}):
         same_sets(want, engine_sets(engine(g, "IC", 1, 2, **kw), 0, 3000))
     want = engine_sets(CPUSampler(g, "IC", 2, 2, cpu()), 0, 1000)
     same_sets(want, engine_sets(engine(g, "IC", 2, 2, stage_cap=9000), 0, 1000))
