@@ -114,6 +114,8 @@ def test_greedy_kernels_equal_cpu(rounds, k):
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
     assert a[2] == b[2]
+    assert emu.coverage_bound(coll, k) == cpu_eng.coverage_bound(coll, k)
+    assert emu.coverage(coll, a[0][:2]) == cpu_eng.coverage(coll, a[0][:2])
     # the step interface of a distributed run (argmax of given counts, cover) on the kernels
     sel = emu.start(coll, k)
     np.testing.assert_array_equal(sel.counts, cpu_eng.start(coll, k).counts)

@@ -74,6 +74,9 @@ class FakeEngine:
     def coverage(self, coll, elements):
         return coll.count // 2
 
+    def coverage_bound(self, coll, k):
+        return coll.count  # never rules a greedy out (a test scripts bounds below)
+
 
 def run_fake(monkeypatch, n, k, eps, fractions):
     g = from_arcs(n, [0], [1], 0.5)
@@ -106,15 +109,37 @@ def test_lb_loop_stops_at_first_pass(monkeypatch):
     assert res["estimate_sets"]["j_begin"] == 2**40 and res["estimate_sets"]["count"] <= res["theta"]
 
 
+def test_bound_skips_greedies_that_cannot_pass(monkeypatch):
+    n, k, eps = 4096, 3, 0.5
+    p = imm_parameters(n, k, eps)
+    f3 = (1 + p.epsilon_prime) / 8 + 0.01
+    g = from_arcs(n, [0], [1], 0.5)
+    eng = FakeEngine([f3, 0.5])
+    eng.n = n
+    # iterations 1 and 2: no k seeds can cover (1 + eps') x_i of the sets; iteration 3 may pass
+    bounds = iter([int(0.2 * p.theta_i(1)), int(0.2 * p.theta_i(2)), p.theta_i(3)])
+    eng.coverage_bound = lambda coll, k: next(bounds)
+    monkeypatch.setattr(imm_mod, "make_engine", lambda *a, **kw: eng)
+    res = imm(g, k, eps, "IC", backend="cpu")
+    assert eng.calls[0] == p.theta_i(3)  # the first greedy ran at iteration 3
+    first, second, third = res["lb_iterations"]
+    assert "covered" not in first and "covered" not in second and third["covered"] == round(f3 * p.theta_i(3))
+    assert res["lb_iteration"] == 3
+
+
 def test_lb_falls_back_to_one_after_the_capped_loop(monkeypatch):
     n, k, eps = 1000, 2, 0.9
     p = imm_parameters(n, k, eps)
     res, eng = run_fake(monkeypatch, n, k, eps, [0.0] * 50)
     assert p.max_iterations == 8  # floor(log2 1000) - 1
-    assert len(eng.calls) == 8 + 1
     assert res["lower_bound"] == 1.0 and res["lb_iteration"] is None
     # LB = 1 rounds down to the grid level n 2^(-160/16) = 1000 / 1024
     assert res["theta"] == max(p.theta_i(8), math.ceil(p.lambda_star / (1000 / 1024)))
+    # greedies where covering every set could pass (eps' = 1.27: not at i = 1), and a final one only
+    # when theta exceeds the search's sets (else its last greedy is the selection)
+    ran = [p.theta_i(i) for i in range(1, 9) if n >= (1 + p.epsilon_prime) * p.x(i)]
+    assert ran[0] == p.theta_i(2)
+    assert eng.calls == ran + ([res["theta"]] if res["theta"] > p.theta_i(8) else [])
 
 
 def path_graph(n=30, p=0.4):
@@ -235,8 +260,10 @@ def test_real_run_theta_from_lb(shared_data, tmp_path):
     assert lb >= p.x(last["i"]) and res["lower_bound"] == pytest.approx(lb)
     level = max(L for L in (g.n * 2 ** (-j / 16) for j in range(400)) if L <= lb)
     assert res["theta"] == max(res["lb_sets"], math.ceil(p.lambda_star / level))
-    for it in res["lb_iterations"][:-1]:  # earlier iterations failed the test
-        assert it["estimate"] < (1 + p.epsilon_prime) * it["x"]
+    for it in res["lb_iterations"][:-1]:  # earlier iterations failed the test, by the bound or the greedy
+        value = it["estimate"] if "estimate" in it else g.n * it["bound"] / it["theta_i"]
+        assert value < (1 + p.epsilon_prime) * it["x"]
+        assert it["bound"] >= it.get("covered", 0)
 
 
 @pytest.mark.parametrize("weights", ["wc", "const:0.05", "trivalency", "uniform:0,0.2", "normal:0.05,0.02"])

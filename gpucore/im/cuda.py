@@ -228,10 +228,7 @@ class CUDASelection:
         num, total = int(coll.count), int(coll.total)
         self.offsets, self.nodes = coll.offsets, coll.nodes
         threads = 256
-        self.counts = be.zeros((universe,), np.int32, what="greedy counts")
-        if total:
-            grid = int(max(1, min((total + threads - 1) // threads, self.sms * 32)))
-            selector.k_count((grid,), (threads,), (self.nodes, _i64(total), self.counts))
+        self.counts = selector.counts(coll)
         self.inv_ptr = be.zeros((universe + 1,), np.int64, what="inverted index pointers")
         self.xp.cumsum(self.counts, dtype=np.int64, out=self.inv_ptr[1:])
         fill = be.empty((universe,), np.uint64, what="inverted index fill pointers")
@@ -305,6 +302,22 @@ class CUDASelector(_Device):
 
     def start(self, coll, k: int) -> CUDASelection:
         return CUDASelection(self, coll, k)
+
+    def coverage_bound(self, coll, k: int) -> int:
+        """Sum over rounds of the k largest element counts (``gpucore.im.engine.top_k_sum``)."""
+        from gpucore.im.engine import top_k_sum
+
+        counts = self.counts(coll)
+        return top_k_sum(self.xp, counts, self.n, self.rounds, int(k))
+
+    def counts(self, coll):
+        """Device int32 array: the sets of ``coll`` holding each element (im_count)."""
+        counts = self.backend.zeros((self.n * self.rounds,), np.int32, what="greedy counts")
+        total = int(coll.total)
+        if total:
+            grid = int(max(1, min((total + 255) // 256, self.sms * 32)))
+            self.k_count((grid,), (256,), (coll.nodes, _i64(total), counts))
+        return counts
 
     def coverage(self, coll, elements) -> int:
         """Sets of ``coll`` holding at least one of ``elements``."""

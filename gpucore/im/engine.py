@@ -37,6 +37,10 @@ Selector contract (``CPUSelector`` / ``CUDASelector``)
     whole greedy on that interface; ``greedy`` is its fast path (identical results).
 ``coverage(coll, elements) -> int``
     The sets of ``coll`` holding at least one of ``elements`` (scoring seeds on other sets).
+``coverage_bound(coll, k) -> int``
+    An upper bound on the sets any feasible seed set covers (the greedy's included): the sum over
+    rounds of the k largest counts (``top_k_sum``); the lower-bound search skips a greedy it
+    shows cannot pass.
 
 The sampler registry names implementations by module, imported on first use, so the project works
 without the optional ones: ``SAMPLERS[name] = (module, factory)``; the factory is called as
@@ -123,6 +127,9 @@ class Engine:
     def coverage(self, coll, elements) -> int:
         return self.selector.coverage(coll, elements)
 
+    def coverage_bound(self, coll, k: int) -> int:
+        return self.selector.coverage_bound(coll, k)
+
     def warm_up(self, sets: int = 64) -> None:
         """Run every code path of a solve once on a few throw-away sets, so that compiling and loading
         kernels (Numba, CuPy's own kernels, first allocations) happens before the timed phases."""
@@ -139,6 +146,13 @@ def make_engine(graph, model: str, rounds: int, seed: int, backend, sampler: str
     """The engine of ``backend`` with the named sampler (``SAMPLERS``) and the backend's selector."""
     return Engine(make_sampler(graph, model, rounds, seed, backend, sampler, **sampler_options),
                   make_selector(graph.n, rounds, backend))
+
+
+def top_k_sum(xp, counts, n: int, rounds: int, k: int) -> int:
+    """Sum over rounds of the k largest of ``counts`` (length n * rounds) in that round: k seeds per
+    round cover at most that many sets, however they overlap."""
+    per_round = xp.sort(counts.reshape(rounds, n), axis=1)[:, n - k:]
+    return int(per_round.sum(dtype=np.int64))
 
 
 def stepwise_greedy(selection, steps: int, combine=None):
