@@ -234,8 +234,10 @@ def imm(
     backend="auto",
     memory_limit: int | None = None,
     sampler: str = "gim",
+    sampler_options: dict | None = None,
 ) -> dict:
-    """Run IMM (rounds = 1) or CR-NAIMM (rounds = T); returns a result dict (see ``docs/im.md``)."""
+    """Run IMM (rounds = 1) or CR-NAIMM (rounds = T); returns a result dict (see ``docs/im.md``).
+    ``sampler``/``sampler_options``: the RR-set sampler (``gpucore.im.engine.SAMPLERS``) and its options."""
     t_start = time.perf_counter()
     model = _check_model(model)
     if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or not 1 <= rounds <= MAX_ROUNDS:
@@ -246,7 +248,7 @@ def imm(
     be = get_backend(backend) if isinstance(backend, str) else backend
     rescaled = lt_rescaled_nodes(graph) if model == "LT" else 0
     be.reset_peak()
-    engine = make_engine(graph, model, int(rounds), int(seed), be, sampler)
+    engine = make_engine(graph, model, int(rounds), int(seed), be, sampler, **(sampler_options or {}))
     t_warm = time.perf_counter()
     engine.warm_up()
     warm_up = time.perf_counter() - t_warm
@@ -278,6 +280,7 @@ def imm(
         "rounds": int(rounds),
         "run_seed": int(seed),
         "sampler": sampler,
+        "sampler_options": dict(sampler_options or {}),
         "theta": int(theta),
         "lower_bound": float(lb.value),
         "lb_iteration": lb.iteration,

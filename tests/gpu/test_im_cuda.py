@@ -1,5 +1,9 @@
 """gIM on the GPU against the CPU reference: identical RR sets per key, identical greedy, identical IMM.
 
+Covers the sampler's paths (queue reservoir, tier 2, pool retries, warps per block, partial last
+block), the greedy through the inverted index (fast path and the step interface of a distributed
+run), the top-k bound and the scoring of seeds on other sets, and whole IMM runs.
+
 Run on the GPU machine: ``python -m pytest -m gpu tests/gpu/test_im_cuda.py -v``.
 Real graphs come from $GPUCORE_SHARED_DATA, ./.shared_data or ../shared/data/snap (skipped if absent).
 """
@@ -18,6 +22,7 @@ from gpucore.graph.generators import preferential_attachment
 from gpucore.im import imm
 from gpucore.im.cpu import CPUSampler
 from gpucore.im.rrsets import ESTIMATE_OFFSET
+from gpucore.im.engine import make_engine, stepwise_greedy
 from gpucore.im.sampling import canonical, engine_sets, greedy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -149,6 +154,24 @@ def test_greedy_equal_cpu(rounds, k):
     assert a[2] == b[2]
 
 
+@pytest.mark.parametrize("rounds,k", [(1, 50), (3, 4)])
+def test_selection_steps_bound_and_scoring_equal_cpu(rounds, k):
+    g = pa_graph(1500, 9000, seed=7)
+    a_eng, b_eng = make_engine(g, "IC", rounds, 9, cpu()), make_engine(g, "IC", rounds, 9, cuda())
+    a_coll, b_coll = a_eng.collection(0), b_eng.collection(0)
+    a_eng.sample_into(a_coll, 30000, 0.0)
+    b_eng.sample_into(b_coll, 30000, 0.0)
+    want = a_eng.greedy(a_coll, k)
+    sel = b_eng.start(b_coll, k)
+    np.testing.assert_array_equal(cuda().to_host(sel.counts), a_eng.start(a_coll, k).counts)
+    got = stepwise_greedy(sel, k * rounds)
+    np.testing.assert_array_equal(want[0], got[0])
+    np.testing.assert_array_equal(want[1], got[1])
+    assert want[2] == got[2]
+    assert a_eng.coverage_bound(a_coll, k) == b_eng.coverage_bound(b_coll, k)
+    assert a_eng.coverage(a_coll, want[0][:5]) == b_eng.coverage(b_coll, want[0][:5])
+
+
 def test_greedy_ties_gpu():
     g = from_arcs(6, [0], [1], 0.5)
     off = np.array([0, 2, 4, 6], dtype=np.int64)
@@ -162,13 +185,14 @@ def test_whole_imm_equal_cpu(model, rounds):
     g = pa_graph(4000, 30000, seed=8)
     a = imm(g, 10, 0.3, model, rounds=rounds, seed=21, backend="cpu")
     b = imm(g, 10, 0.3, model, rounds=rounds, seed=21, backend="cuda")
-    for key in ("seed_ids", "theta", "lower_bound", "lb_sets", "covered", "estimated_spread", "rr_elements",
-                "marginal_coverage"):
+    for key in ("seed_ids", "theta", "lower_bound", "lb_sets", "lb_iterations", "covered", "selection_spread",
+                "estimated_spread", "estimate_sets", "rr_elements", "marginal_coverage"):
         assert a[key] == b[key], key
-    assert b["backend"]["backend"] == "cuda"
+    assert b["backend"]["backend"] == "cuda" and b["warm_up_seconds"] > 0
 
 
 def test_imm_real_graph_equal_cpu(real_graph):
     a = imm(real_graph, 50, 0.2, "IC", seed=1, backend="cpu")
     b = imm(real_graph, 50, 0.2, "IC", seed=1, backend="cuda")
     assert a["seed_ids"] == b["seed_ids"] and a["theta"] == b["theta"] and a["covered"] == b["covered"]
+    assert a["estimated_spread"] == b["estimated_spread"]
