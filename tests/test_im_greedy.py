@@ -155,3 +155,10 @@ def test_sampler_registry():
     with pytest.raises(GpucoreError, match="--sampler 'nope'"):
         make_engine(g, "IC", 1, 0, get_backend("cpu"), "nope")
     assert set(SAMPLERS) >= {"gim", "fused"}
+    import importlib.util
+
+    if importlib.util.find_spec("gpucore.im.fused") is None:  # the fused sampler is optional: one clear line
+        with pytest.raises(GpucoreError, match="--sampler fused: not available"):
+            make_engine(g, "IC", 1, 0, get_backend("cpu"), "fused")
+    else:
+        assert make_engine(g, "IC", 1, 0, get_backend("cpu"), "fused").sampler.n == g.n

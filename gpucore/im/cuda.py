@@ -180,9 +180,7 @@ class CUDASampler(_Device):
             raise RuntimeError(f"im_sample finished {finished} of {count} RR sets (internal error)")
         coll.reserve(count, total)
         first = coll.count
-        xp.cumsum(set_size, dtype=xp.int64, out=coll._offsets[first + 1 : first + 1 + count])
-        if coll.total:
-            coll._offsets[first + 1 : first + 1 + count] += coll.total
+        coll._offsets[first + 1 : first + 1 + count] = xp.cumsum(set_size, dtype=xp.int64) + coll.total
         dst = coll._offsets[first : first + count]
         threads = 256
         grid = int(min((count * 32 + threads - 1) // threads, self.sms * 64))
@@ -230,9 +228,8 @@ class CUDASelection:
         threads = 256
         self.counts = selector.counts(coll)
         self.inv_ptr = be.zeros((universe + 1,), np.int64, what="inverted index pointers")
-        self.xp.cumsum(self.counts, dtype=np.int64, out=self.inv_ptr[1:])
-        fill = be.empty((universe,), np.uint64, what="inverted index fill pointers")
-        fill[:] = self.inv_ptr[:-1]
+        self.inv_ptr[1:] = self.xp.cumsum(self.counts, dtype=np.int64)
+        fill = self.inv_ptr[:-1].astype(np.uint64)  # each list's next free slot (atomicAdd on uint64)
         self.inv_sets = be.empty((max(total, 1),), np.int32, what=f"inverted index ({total:,} int32)")
         if num:
             grid = int(max(1, min((num * 32 + threads - 1) // threads, self.sms * 32)))
@@ -262,7 +259,7 @@ class CUDASelection:
 
     def argmax(self, counts):
         keys = self.backend.zeros((1,), np.uint64, what="argmax key")
-        self.launch_argmax(counts, keys, 0)
+        self.launch_argmax(self.xp.asarray(counts, dtype=np.int32), keys, 0)  # the kernel reads int32
         element, gain = decode_keys(self.backend.to_host(keys))
         return int(element[0]), int(gain[0])
 
