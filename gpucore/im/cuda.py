@@ -243,9 +243,9 @@ class CUDASelection:
         self.grid_take = int(self.sms * 8)
         self.covered = 0
 
-    def launch_step(self, keys, step: int, counts=None) -> None:
+    def launch_step(self, keys, step: int) -> None:
         """im_argmax into keys[step] (keys[step] must be 0), then im_take of that key: no host sync."""
-        self.launch_argmax(self.counts if counts is None else counts, keys, step)
+        self.launch_argmax(self.counts, keys, step)
         self.launch_take(keys, step)
 
     def launch_argmax(self, counts, keys, step: int) -> None:

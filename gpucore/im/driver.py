@@ -156,12 +156,12 @@ def estimate_lower_bound(engine, coll, params, k: int, phases: Phases, memory_li
         out.iterations.append(record)
         with phases.phase("lb_selection"):
             record["bound"] = engine.coverage_bound(coll, k)
-            if params.lb_test(i, record["bound"] / coll.count) is None:
+            if params.lb_test(i, record["bound"] / target) is None:
                 continue  # no k seeds cover enough sets: the greedy cannot pass
             out.last_greedy = engine.greedy(coll, k)
         out.last_sets = coll.count
         record["covered"] = covered = int(out.last_greedy[2])
-        frac = covered / coll.count
+        frac = covered / target  # over the theta_i sets of the whole run (a rank holds a share of them)
         record["estimate"] = params.n * frac
         passed = params.lb_test(i, frac)
         if passed is not None:
