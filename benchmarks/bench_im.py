@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-"""Benchmark of issue 7, item 9: gIM-style IMM on the GPU vs our CPU IMM (1 and 16 threads), same run.
+"""IMM benchmark: seconds per phase of `gpucore im` on the GPU (and the CPU twin), per sampler setting.
 
-    python3 benchmarks/bench_im.py OUT --shared-data .shared_data [--graphs epinions,pokec,livejournal]
-        [--modes gpu,cpu16,cpu1] [--budget 540] [--eps 0.05] [--k 50] [--model IC] [--mrim]
+    python3 benchmarks/bench_im.py OUT --shared-data .shared_data [--graphs epinions,pa1m,pokec,livejournal]
+        [--models IC,LT] [--eps 0.05,0.5] [--k 50] [--samplers gim] [--warps-per-block 2]
+        [--modes gpu,cpu16] [--repeats 3] [--budget 540]
 
-Graphs (WC weights, as gIM's Table 2): soc-Epinions1 from the shared data folder, and preferential-
-attachment graphs of soc-Pokec's size (1,632,803 nodes / 30,622,564 arcs drawn) and
-soc-LiveJournal1's size (4,847,571 / 68,993,773), made with ``gpucore generate pa`` and cached in
---cache (default /tmp/gpucore-bench-graphs, shared with the other benchmarks). Every cell runs IMM with the same run seed on each
-backend; the seeds and theta must be identical across backends (recorded as ``identical``).
+What is timed ("solve"): the sum of the result's ``seconds_by_phase`` (lb_sampling, lb_selection,
+final_sampling, final_selection, estimate; ``docs/im.md``), which is what the gIM comparison kit
+compares with gIM's own timer. Not in it, and reported beside it: the engine set-up (graph copy to
+the device, kernel loading, per-warp buffers) and the warm-up run (``warm_up_seconds``), so
+``imm_seconds`` (the whole ``imm()`` call) is larger. One process runs every cell, so kernels are
+compiled once (a warm-up cell on a tiny graph first).
 
-Timing: ``seconds`` is the whole ``imm()`` call (engine setup with the graph's host-to-device
-copies and buffer allocation, every phase, results back), after a warm-up that compiles the
-kernels. GPU cells are repeated (--repeats, default 3; median reported, all kept); CPU cells run
-once. A CPU cell whose projected time (from the 16-thread time and the 1/16-thread ratio measured
-on the first graph) exceeds the remaining --budget is skipped and marked so, never extrapolated
-into a speedup. Writes OUT/bench_im.json and OUT/bench_im.md with device facts.
+Graphs (weighted cascade, as gIM's Table 2): soc-Epinions1 from the shared data folder, and
+preferential-attachment graphs made with ``gpucore generate pa`` (cached in --cache): ``pa1m``
+(1,000,000 / 15,400,000: the size of the comparison kit's BA graph), ``pokec`` (1,632,803 /
+30,622,564) and ``livejournal`` (4,847,571 / 68,993,773). GPU cells are repeated (median kept,
+all recorded). Each (sampler, warps per block) setting is one row, so the settings compare on the
+same graph in the same run; the seeds must be identical across settings and backends (recorded).
+A cell whose projected time (from the previous cells of its graph, or a guess from its size)
+exceeds the remaining --budget is skipped and marked, never cut. Writes OUT/bench_im.json and
+OUT/bench_im.md with device, date and commit.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -35,20 +39,24 @@ sys.path.insert(0, str(REPO))
 from benchmarks.bench_common import GRAPH_CACHE, build_graph, cpu_facts, git_commit  # noqa: E402
 
 GRAPHS = {
-    "epinions": {"title": "soc-Epinions1", "file": "soc-Epinions1.txt.gz", "gim_imm": 4.42, "gim_gpu": 0.131},
-    "pokec": {"title": "Pokec-size PA (1,632,803 / 30,622,564)", "nodes": 1_632_803, "edges": 30_622_564,
-              "gim_imm": 122.91, "gim_gpu": 1.084},
+    "epinions": {"title": "soc-Epinions1", "file": "soc-Epinions1.txt.gz"},
+    "pa1m": {"title": "PA 1,000,000 / 15,400,000", "nodes": 1_000_000, "edges": 15_400_000},
+    "pokec": {"title": "Pokec-size PA (1,632,803 / 30,622,564)", "nodes": 1_632_803, "edges": 30_622_564},
     "livejournal": {"title": "LiveJournal-size PA (4,847,571 / 68,993,773)", "nodes": 4_847_571,
-                    "edges": 68_993_773, "gim_imm": 251.86, "gim_gpu": 2.276},
+                    "edges": 68_993_773},
 }
+KEEP = ("theta", "lower_bound", "lb_iteration", "lb_sets", "estimated_spread", "estimated_spread_stderr",
+        "selection_spread", "rr_elements", "rr_mean_size", "seconds", "seconds_by_phase", "warm_up_seconds",
+        "peak_device_memory", "memory_projected", "seed_ids")
 
 
 def log(msg: str) -> None:
     print(f"[bench_im {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def run_cell(graph, backend: str, threads: int | None, args, rounds: int = 1, k: int | None = None,
-             eps: float | None = None) -> dict:
+def run_once(graph, backend: str, model: str, k: int, eps: float, seed: int, sampler: str, options: dict,
+             threads: int | None = None) -> dict:
+    """One imm() call: the kept result fields, ``solve`` (sum of the phases) and ``imm_seconds``."""
     import numba
 
     from gpucore.im import imm
@@ -56,30 +64,30 @@ def run_cell(graph, backend: str, threads: int | None, args, rounds: int = 1, k:
     if threads is not None:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     t = time.perf_counter()
-    res = imm(graph, k or args.k, eps or args.eps, args.model, rounds=rounds, seed=args.seed, backend=backend)
+    res = imm(graph, k, eps, model, seed=seed, backend=backend, sampler=sampler, sampler_options=options)
     wall = time.perf_counter() - t
-    keep = {key: res[key] for key in ("theta", "lower_bound", "lb_iteration", "lb_sets", "estimated_spread",
-                                      "rr_elements", "rr_mean_size", "seconds", "seconds_by_phase",
-                                      "peak_device_memory", "seed_ids")}
-    keep["wall"] = wall
-    keep["threads"] = numba.get_num_threads() if backend == "cpu" else None
-    return keep
+    out = {key: res[key] for key in KEEP}
+    out["solve"] = sum(res["seconds_by_phase"].values())
+    out["imm_seconds"] = wall
+    out["threads"] = numba.get_num_threads() if backend == "cpu" else None
+    return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output folder (bench_im.json, bench_im.md)")
-    p.add_argument("--shared-data", default=None, help="folder with soc-Epinions1.txt.gz (../shared/data/snap copy)")
-    p.add_argument("--graphs", default="epinions,pokec,livejournal")
-    p.add_argument("--modes", default="gpu,cpu16,cpu1")
-    p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole run (CPU cells beyond it are skipped)")
-    p.add_argument("--eps", type=float, default=0.05)
+    p.add_argument("--shared-data", default=None, help="folder with soc-Epinions1.txt.gz")
+    p.add_argument("--graphs", default="epinions,pa1m,pokec,livejournal")
+    p.add_argument("--models", default="IC,LT")
+    p.add_argument("--eps", default="0.05,0.5", help="comma-separated epsilons")
     p.add_argument("--k", type=int, default=50)
-    p.add_argument("--model", default="IC")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--samplers", default="gim", help="comma-separated samplers (gim, fused)")
+    p.add_argument("--warps-per-block", default="2", help="gim sampler on the GPU: comma-separated settings")
+    p.add_argument("--modes", default="gpu,cpu16", help="gpu, cpu16 (--cpu-threads threads), cpu1")
     p.add_argument("--cpu-threads", type=int, default=16)
-    p.add_argument("--no-mrim", action="store_true", help="skip MRIM (k=10, T=5, eps=0.1) on the first graph")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole run (later cells skipped)")
     p.add_argument("--cache", default=GRAPH_CACHE, help="folder for the built .gcsr graphs")
     args = p.parse_args(argv)
     started = time.perf_counter()
@@ -89,34 +97,52 @@ def main(argv=None) -> int:
 
     from gpucore.backend import cuda_available, get_backend
     from gpucore.graph import from_arcs, load_graph
-    from gpucore.im import imm
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     has_gpu = cuda_available()
     if "gpu" in modes and not has_gpu:
         log("no CUDA device: GPU cells skipped")
-    device = get_backend("cuda").device_info() if has_gpu else None
+        modes.remove("gpu")
+    eps_list = [float(e) for e in args.eps.split(",") if e.strip()]
+    models = [m.strip().upper() for m in args.models.split(",") if m.strip()]
+    samplers = [s.strip() for s in args.samplers.split(",") if s.strip()]
+    widths = [int(w) for w in args.warps_per_block.split(",") if w.strip()]
+    rows = []  # (mode, sampler, options) of each table row
+    for mode in modes:
+        for sampler in samplers:
+            if mode == "gpu" and sampler == "gim":
+                rows += [(mode, sampler, {"warps_per_block": w}) for w in widths]
+            else:
+                rows.append((mode, sampler, {}))
     report = {
-        "benchmark": "bench_im", "issue": 7, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "commit": git_commit(), "device": device, "host": {**cpu_facts(), **get_backend("cpu").device_info()},
-        "parameters": {"k": args.k, "eps": args.eps, "model": args.model, "weights": "wc", "seed": args.seed,
-                       "cpu_threads": args.cpu_threads, "repeats": args.repeats, "budget": args.budget},
+        "benchmark": "bench_im", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "commit": git_commit(), "device": get_backend("cuda").device_info() if has_gpu else None,
+        "host": {**cpu_facts(), **get_backend("cpu").device_info()},
+        "timed": "solve = sum of seconds_by_phase (lb_sampling, lb_selection, final_sampling, final_selection, "
+                 "estimate); engine set-up and warm-up excluded (imm_seconds includes them)",
+        "parameters": {"k": args.k, "eps": eps_list, "models": models, "weights": "wc", "seed": args.seed,
+                       "repeats": args.repeats, "budget": args.budget, "cpu_threads": args.cpu_threads},
         "cells": [],
     }
     shared = Path(args.shared_data) if args.shared_data else None
 
-    # warm-up: compile Numba and the kernels once, outside every timed cell
-    tiny = from_arcs(64, list(range(63)), list(range(1, 64)), 0.5)
-    for model in ("IC", "LT"):
-        imm(tiny, 2, 0.5, model, backend="cpu")
-        if has_gpu:
-            imm(tiny, 2, 0.5, model, backend="cuda")
-    ratio = None  # CPU 1-thread / 16-thread time, measured on the first graph
+    def save():
+        report["total_seconds"] = time.perf_counter() - started
+        (out / "bench_im.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+        (out / "bench_im.md").write_text(markdown(report))
+
+    tiny = from_arcs(64, list(range(63)), list(range(1, 64)), 0.5)  # compile every kernel once
+    for mode, sampler, options in rows:
+        for model in models:
+            run_once(tiny, "cuda" if mode == "gpu" else "cpu", model, 2, 0.5, 0, sampler, options)
 
     def remaining():
         return args.budget - (time.perf_counter() - started)
 
     for key in [g.strip() for g in args.graphs.split(",") if g.strip()]:
+        if remaining() <= 0:
+            report["cells"].append({"graph": key, "skipped": "budget spent"})
+            continue
         try:
             path = build_graph(key, GRAPHS[key], shared, Path(args.cache), log)
         except Exception as exc:  # noqa: BLE001 - recorded, the other graphs still run
@@ -124,68 +150,36 @@ def main(argv=None) -> int:
             report["cells"].append({"graph": key, "error": str(exc)})
             continue
         graph = load_graph(path)
-        cell = {"graph": key, "title": GRAPHS[key]["title"], "n": graph.n, "m": graph.m,
-                "gim_paper": {"imm_1thread": GRAPHS[key]["gim_imm"], "gim": GRAPHS[key]["gim_gpu"],
-                              "speedup": GRAPHS[key]["gim_imm"] / GRAPHS[key]["gim_gpu"]}}
-        report["cells"].append(cell)  # filled in place; saved after every timed cell
-
-        def save():
-            report["total_seconds"] = time.perf_counter() - started
-            (out / "bench_im.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-            (out / "bench_im.md").write_text(markdown(report))
-        if "gpu" in modes and has_gpu:
-            runs = []
-            for r in range(max(1, args.repeats)):
-                runs.append(run_cell(graph, "cuda", None, args))
-                log(f"{key} gpu run {r}: {runs[-1]['seconds']:.3f}s theta={runs[-1]['theta']:,}")
-            cell["gpu"] = runs[0] | {"seconds_all": [x["seconds"] for x in runs],
-                                     "seconds": statistics.median(x["seconds"] for x in runs)}
-            save()
-        for mode, threads in (("cpu16", args.cpu_threads), ("cpu1", 1)):
-            if mode not in modes:
-                continue
-            projected = None
-            if mode == "cpu1" and "seconds" in cell.get("cpu16", {}) and ratio is not None:
-                # never assume better than 75% parallel efficiency when projecting 1-thread time
-                projected = cell["cpu16"]["seconds"] * max(ratio, 0.75 * args.cpu_threads)
-            elif mode == "cpu16" and "gpu" in cell and key != "epinions":
-                projected = cell["gpu"]["seconds"] * 10  # a cheap guard; the GPU is far faster
-            if projected is not None and projected > remaining():
-                cell[mode] = {"skipped": f"projected {projected:.0f}s exceeds the remaining budget "
-                                         f"{max(0.0, remaining()):.0f}s"}
-                log(f"{key} {mode}: {cell[mode]['skipped']}")
-                continue
-            log(f"{key} {mode}: started ({remaining():.0f}s of budget left)")
-            cell[mode] = run_cell(graph, "cpu", threads, args)
-            log(f"{key} {mode}: {cell[mode]['seconds']:.2f}s theta={cell[mode]['theta']:,}")
-            cell["speedup_vs_" + mode] = (cell[mode]["seconds"] / cell["gpu"]["seconds"]) if "gpu" in cell else None
-            save()
-        if ratio is None and "seconds" in cell.get("cpu1", {}) and "seconds" in cell.get("cpu16", {}):
-            ratio = cell["cpu1"]["seconds"] / cell["cpu16"]["seconds"]
-        ref = cell.get("gpu")
-        if ref:
-            for mode in ("cpu16", "cpu1"):
-                if "seconds" in cell.get(mode, {}):
-                    cell[f"speedup_vs_{mode}"] = cell[mode]["seconds"] / ref["seconds"]
-                    cell[f"identical_{mode}"] = (cell[mode]["seed_ids"] == ref["seed_ids"]
-                                                 and cell[mode]["theta"] == ref["theta"])
-        for mode in ("cpu16", "cpu1"):
-            cell.get(mode, {}).pop("seed_ids", None)
-        if not args.no_mrim and has_gpu and "mrim" not in report:
-            mr = {"graph": key, "k": 10, "rounds": 5, "eps": 0.1,
-                  "gim_paper_table3_epinions": {"gpu": 0.087, "cpu_serial": 2.4}}
-            mr["gpu"] = run_cell(graph, "cuda", None, args, rounds=5, k=10, eps=0.1)
-            mr["cpu16"] = run_cell(graph, "cpu", args.cpu_threads, args, rounds=5, k=10, eps=0.1)
-            if remaining() > mr["cpu16"]["seconds"] * max(ratio or 0.0, 0.75 * args.cpu_threads) + 60:
-                mr["cpu1"] = run_cell(graph, "cpu", 1, args, rounds=5, k=10, eps=0.1)
-            mr["identical"] = all(mr[m]["seed_ids"] == mr["gpu"]["seed_ids"] for m in ("cpu16", "cpu1") if m in mr)
-            report["mrim"] = mr
-            log(f"{key} MRIM: gpu {mr['gpu']['seconds']:.3f}s cpu16 {mr['cpu16']['seconds']:.2f}s")
-        save()
-
-    report["total_seconds"] = time.perf_counter() - started
-    (out / "bench_im.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    (out / "bench_im.md").write_text(markdown(report))
+        guess = {"gpu": 2.0 + graph.m / 2e7, "cpu16": 5.0 + graph.m / 5e5, "cpu1": 20.0 + graph.m / 3e4}
+        for model in models:
+            for eps in eps_list:
+                seeds = None
+                for mode, sampler, options in rows:
+                    cell = {"graph": key, "title": GRAPHS[key]["title"], "n": graph.n, "m": graph.m, "model": model,
+                            "eps": eps, "mode": mode, "sampler": sampler, "options": options}
+                    report["cells"].append(cell)
+                    reps = args.repeats if mode == "gpu" else 1
+                    scale = 1.0 if eps >= 0.5 else (0.5 / eps) ** 2 / 20  # theta ~ 1/eps^2, after fixed costs
+                    projected = guess[mode] * max(1.0, scale) * reps
+                    if projected > remaining():
+                        cell["skipped"] = f"projected {projected:.0f}s exceeds the remaining {max(0, remaining()):.0f}s"
+                        log(f"{key} {model} eps {eps} {mode} {sampler} {options}: {cell['skipped']}")
+                        save()
+                        continue
+                    threads = {"cpu16": args.cpu_threads, "cpu1": 1}.get(mode)
+                    runs = [run_once(graph, "cuda" if mode == "gpu" else "cpu", model, args.k, eps, args.seed,
+                                     sampler, options, threads) for _ in range(reps)]
+                    best = sorted(runs, key=lambda r: r["solve"])[len(runs) // 2]
+                    cell.update({k2: v for k2, v in best.items() if k2 != "seed_ids"})
+                    cell["solve_all"] = [r["solve"] for r in runs]
+                    seeds = seeds if seeds is not None else best["seed_ids"]
+                    cell["same_seeds"] = best["seed_ids"] == seeds
+                    guess[mode] = max(best["imm_seconds"], 0.5 * guess[mode]) / max(1.0, scale)
+                    log(f"{key} {model} eps {eps} {mode} {sampler} {options}: solve {best['solve']:.3f}s "
+                        f"(phases {', '.join(f'{n} {v:.3f}' for n, v in best['seconds_by_phase'].items())}) "
+                        f"theta {best['theta']:,}")
+                    save()
+    save()
     log(f"wrote {out / 'bench_im.json'} and {out / 'bench_im.md'} ({report['total_seconds']:.0f}s)")
     return 0
 
@@ -195,46 +189,32 @@ def markdown(rep: dict) -> str:
     host = rep["host"]
     pr = rep["parameters"]
     lines = [
-        "# IMM benchmark (issue 7, item 9)",
+        "# IMM benchmark: seconds per phase",
         "",
         f"- date: {rep['date']}; commit: {rep.get('commit')}",
-        f"- GPU: {dev.get('device', 'none')} ({dev.get('sm_count', '?')} SMs, "
-        f"{dev.get('device_memory_bytes', 0) / 2**30:.0f} GiB), CUDA runtime {dev.get('runtime_version')}, "
-        f"CuPy {dev.get('cupy')}",
-        f"- CPU: {host.get('cpu_model')} ({host.get('cpu_count')} cores), Numba {host.get('numba')}",
-        f"- IMM: k = {pr['k']}, eps = {pr['eps']}, {pr['model']}, WC weights, run seed {pr['seed']}; GPU time = "
-        f"median of {pr['repeats']} runs; whole imm() call incl. host-to-device copies and allocation",
+        f"- GPU: {dev.get('device', 'none')} ({dev.get('sm_count', '?')} SMs), CUDA runtime "
+        f"{dev.get('runtime_version')}, CuPy {dev.get('cupy')}; CPU: {host.get('cpu_model')} "
+        f"({host.get('cpu_count')} cores), Numba {host.get('numba')}",
+        f"- k = {pr['k']}, WC weights, run seed {pr['seed']}; GPU: median of {pr['repeats']} runs",
+        f"- timed: {rep['timed']}",
         "",
-        "| graph | n | m | theta | GPU s | CPU 16T s | CPU 1T s | speedup vs 1T | vs 16T | identical | gIM paper (IMM 1T / gIM) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| graph | model | eps | mode | sampler | options | solve s | LB sampling | LB selection | final sampling "
+        "| final selection | estimate | theta (from the search) | estimate +- SE | same seeds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-
-    def sec(cell, mode):
-        c = cell.get(mode)
-        if not c:
-            return "-"
-        return "skipped" if "skipped" in c else f"{c['seconds']:.2f}"
-
     for c in rep["cells"]:
-        if "error" in c:
-            lines.append(f"| {c['graph']} | error: {c['error']} |")
+        if "error" in c or "solve" not in c:
+            why = c.get("error") or c.get("skipped", "")
+            lines.append(f"| {c['graph']} | {c.get('model', '')} | {c.get('eps', '')} | {c.get('mode', '')} | "
+                         f"{c.get('sampler', '')} | {c.get('options', '')} | {why} |  |  |  |  |  |  |  |  |")
             continue
-        theta = (c.get("gpu") or c.get("cpu16") or c.get("cpu1") or {}).get("theta", "-")
-        s1 = c.get("speedup_vs_cpu1")
-        s16 = c.get("speedup_vs_cpu16")
-        ident = all(c.get(f"identical_{m}", True) for m in ("cpu16", "cpu1"))
-        gp = c["gim_paper"]
+        ph = c["seconds_by_phase"]
         lines.append(
-            f"| {c['title']} | {c['n']:,} | {c['m']:,} | {theta:,} | {sec(c, 'gpu')} | {sec(c, 'cpu16')} | "
-            f"{sec(c, 'cpu1')} | {f'{s1:.1f}x' if s1 else '-'} | {f'{s16:.1f}x' if s16 else '-'} | "
-            f"{'yes' if ident else 'NO'} | {gp['imm_1thread']} / {gp['gim']} s = {gp['speedup']:.1f}x |"
+            f"| {c['title']} | {c['model']} | {c['eps']} | {c['mode']} | {c['sampler']} | {c['options'] or ''} | "
+            f"{c['solve']:.3f} | {ph['lb_sampling']:.3f} | {ph['lb_selection']:.3f} | {ph['final_sampling']:.3f} | "
+            f"{ph['final_selection']:.3f} | {ph['estimate']:.3f} | {c['theta']:,} ({c['lb_sets']:,}) | "
+            f"{c['estimated_spread']:.1f} +- {c['estimated_spread_stderr']:.1f} | {'yes' if c['same_seeds'] else 'NO'} |"
         )
-    if "mrim" in rep:
-        m = rep["mrim"]
-        lines += ["", f"MRIM (CR-NAIMM, k = 10, T = 5, eps = 0.1) on {m['graph']}: GPU {m['gpu']['seconds']:.3f}s, "
-                      f"CPU 16T {m['cpu16']['seconds']:.2f}s"
-                  + (f", CPU 1T {m['cpu1']['seconds']:.2f}s" if "cpu1" in m else "")
-                  + f"; identical seeds: {m['identical']} (gIM Table 3, Epinions: 0.087 s GPU, 2.4 s CPU)"]
     lines += ["", f"Total benchmark time: {rep.get('total_seconds', 0):.0f} s.", ""]
     return "\n".join(lines)
 

@@ -15,16 +15,17 @@ import gpucore.im.driver as driver
 from gpucore.backend import get_backend
 from gpucore.graph import from_arcs
 from gpucore.im import imm
-from gpucore.im.cpu import CPUEngine
+from gpucore.im.cpu import CPUSampler
+from gpucore.im.engine import make_engine, stepwise_greedy
 from gpucore.im.emulated import available, emulated_engine
-from gpucore.im.rrsets import FINAL_OFFSET
+from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
 
 pytestmark = pytest.mark.skipif(not available(), reason="g++ not available")
 
 
 def cpu_sets(g, model, rounds, seed, j0, count):
-    return engine_sets(CPUEngine(g, model, rounds, seed, get_backend("cpu")), j0, count)
+    return engine_sets(CPUSampler(g, model, rounds, seed, get_backend("cpu")), j0, count)
 
 
 def same_sets(a, b):
@@ -46,7 +47,7 @@ def wc_graph(n=300, deg=6, seed=1):
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 2), ("LT", 2)])
 def test_sets_equal_cpu(model, rounds):
     g = wc_graph()
-    for j0 in (0, FINAL_OFFSET):
+    for j0 in (0, ESTIMATE_OFFSET):
         want = cpu_sets(g, model, rounds, 5, j0, 400)
         got = engine_sets(emulated_engine(g, model, rounds, 5), j0, 400, batch=150)
         same_sets(want, got)
@@ -75,26 +76,36 @@ def test_tier2_for_sets_beyond_the_staging_buffer():
     g = wc_graph(200, 10, seed=2)
     want = cpu_sets(g, "IC", 2, 8, 0, 300)
     eng = emulated_engine(g, "IC", 2, 8, stage_cap=6)
-    assert eng.stage_cap == 6
+    assert eng.sampler.stage_cap == 6
     same_sets(want, engine_sets(eng, 0, 300))
     want = cpu_sets(g, "LT", 1, 8, 0, 300)
     same_sets(want, engine_sets(emulated_engine(g, "LT", 1, 8, stage_cap=2), 0, 300))
+
+
+@pytest.mark.parametrize("kw", [{"warps_per_block": 1}, {"warps_per_block": 3, "warps": 7}])
+def test_warps_per_block(kw):
+    """Workers are warps: one per block, or several per block with a partial last block."""
+    g = wc_graph(200, 8, seed=7)
+    eng = emulated_engine(g, "IC", 1, 6, **kw)
+    if "warps" in kw:
+        assert eng.sampler.warps == 7
+    same_sets(cpu_sets(g, "IC", 1, 6, 0, 200), engine_sets(eng, 0, 200, batch=90))
 
 
 def test_pool_overflow_retry():
     g = wc_graph(200, 8, seed=3)
     want = cpu_sets(g, "IC", 1, 4, 0, 300)
     eng = emulated_engine(g, "IC", 1, 4)
-    eng.pool_factor, eng.pool_slack = 0.02, 0
+    eng.sampler.pool_factor, eng.sampler.pool_slack = 0.02, 0
     got = engine_sets(eng, 0, 300)
-    assert eng.retries >= 1
+    assert eng.sampler.retries >= 1
     same_sets(want, got)
 
 
 @pytest.mark.parametrize("rounds,k", [(1, 4), (2, 3)])
 def test_greedy_kernels_equal_cpu(rounds, k):
     g = wc_graph(150, 5, seed=4)
-    cpu_eng = CPUEngine(g, "IC", rounds, 2, get_backend("cpu"))
+    cpu_eng = make_engine(g, "IC", rounds, 2, get_backend("cpu"))
     coll = cpu_eng.collection(0)
     cpu_eng.sample_into(coll, 500, 0.0)
     emu = emulated_engine(g, "IC", rounds, 2)
@@ -103,6 +114,15 @@ def test_greedy_kernels_equal_cpu(rounds, k):
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
     assert a[2] == b[2]
+    assert emu.coverage_bound(coll, k) == cpu_eng.coverage_bound(coll, k)
+    assert emu.coverage(coll, a[0][:2]) == cpu_eng.coverage(coll, a[0][:2])
+    # the step interface of a distributed run (argmax of given counts, cover) on the kernels
+    sel = emu.start(coll, k)
+    np.testing.assert_array_equal(sel.counts, cpu_eng.start(coll, k).counts)
+    c = stepwise_greedy(sel, k * rounds)
+    np.testing.assert_array_equal(a[0], c[0])
+    np.testing.assert_array_equal(a[1], c[1])
+    assert a[2] == c[2]
 
 
 def test_greedy_ties_and_zero_gain_steps():
@@ -120,7 +140,7 @@ def test_greedy_ties_and_zero_gain_steps():
 def test_whole_imm_equal_cpu(monkeypatch, model, rounds):
     g = wc_graph(120, 4, seed=6)
     want = imm(g, 3, 0.6, model, rounds=rounds, seed=9, backend="cpu")
-    monkeypatch.setattr(driver, "make_engine", lambda graph, m, r, s, be: emulated_engine(graph, m, r, s))
+    monkeypatch.setattr(driver, "make_engine", lambda graph, m, r, s, be, *a, **kw: emulated_engine(graph, m, r, s))
     got = imm(g, 3, 0.6, model, rounds=rounds, seed=9, backend="cpu")
     for key in ("seed_ids", "theta", "lower_bound", "lb_sets", "covered", "estimated_spread", "rr_elements",
                 "marginal_coverage"):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gpucore.graph import from_arcs
-from gpucore.im.rrsets import FINAL_OFFSET
+from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, rr_sets
 from gpucore.random import Stream, mix_py
 
@@ -81,7 +81,7 @@ def py_rr_set(g, model, seed, j, rounds=1):
 def test_sets_follow_the_documented_keys(model, rounds):
     g = small_graph()
     seed = 12345
-    for j_begin in (0, FINAL_OFFSET):
+    for j_begin in (0, ESTIMATE_OFFSET):
         offsets, elems = canonical(*rr_sets(g, model, j_begin, 300, seed=seed, rounds=rounds))
         for i in range(300):
             got = elems[offsets[i] : offsets[i + 1]].tolist()

@@ -6,13 +6,15 @@ Entry points::
     result = imm(graph, k=50, epsilon=0.5, model="IC", backend="auto")   # dict, see docs/im.md
     result = imm(graph, k=10, epsilon=0.1, model="IC", rounds=5)          # multi-round IM (CR-NAIMM)
 
-Lower-level pieces: ``gpucore.im.theory`` (IMM's formulas), ``gpucore.im.sampling`` (RR sets of
-given keys on a backend), ``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two engines),
-``gpucore.im.reference`` (CELF greedy with Monte-Carlo, for quality tests on small graphs).
+Lower-level pieces: ``gpucore.im.theory`` (IMM's formulas), ``gpucore.im.engine`` (the sampler and
+selector contract, ``make_engine``), ``gpucore.im.sampling`` (RR sets of given keys on a backend),
+``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two backends), ``gpucore.im.reference`` (CELF greedy
+with Monte-Carlo, for quality tests on small graphs).
 """
 
 from gpucore.im.driver import MODELS, imm
-from gpucore.im.rrsets import FINAL_OFFSET, RRCollection
+from gpucore.im.engine import SAMPLERS, make_engine
+from gpucore.im.rrsets import ESTIMATE_OFFSET, RRCollection
 from gpucore.im.theory import IMMParameters, imm_parameters
 
-__all__ = ["FINAL_OFFSET", "IMMParameters", "MODELS", "RRCollection", "imm", "imm_parameters"]
+__all__ = ["ESTIMATE_OFFSET", "IMMParameters", "MODELS", "RRCollection", "SAMPLERS", "imm", "imm_parameters", "make_engine"]

@@ -1,16 +1,19 @@
-"""The CPU backend of IM: keyed RR-set sampler and greedy max-cover in Numba (the reference).
+"""The CPU backend of IM in Numba: gIM's keyed RR-set sampler and greedy max-cover (the reference twin).
 
-Sampling: ``prange`` over chunks of consecutive set indices; each chunk writes its sets back to
-back into its own slice of a buffer (the BFS queue *is* the set, so a set costs its size and no
-more) with a private byte array of visited marks, cleared member by member after each round. A
-chunk that would overflow its slice stops at a set boundary; the driver re-runs the rest of that
-chunk with a larger slice. The finished sets are then copied in order of j into the collection, so
-the result depends only on (run_seed, j, graph): never on thread count or chunking.
+Sampling (``CPUSampler``, the ``gim`` sampler of ``gpucore.im.engine``): ``prange`` over chunks of
+consecutive set indices; each chunk writes its sets back to back into its own slice of a buffer (the
+BFS queue *is* the set, so a set costs its size and no more) with a private byte array of visited
+marks, cleared member by member after each round. A chunk that would overflow its slice stops at a
+set boundary; the rest of that chunk runs again with a larger slice. The finished sets are copied in
+order of j into the collection, so the result depends only on (run_seed, j, graph): never on thread
+count or chunking.
 
-Greedy max-cover: counts from the elements, an inverted index element -> sets, then k * T rounds
-of (argmax over allowed elements, ties to the lowest id; cover the sets that hold it and decrement
-the counts of their members). A chosen element gets count -1; in MRIM, once a round holds k
-seeds its elements are blocked (count -1) too.
+Greedy max-cover (``CPUSelector``): an inverted index element -> sets, counts = uncovered sets per
+element, then k * T steps, each taking the allowed element of largest count (ties to the lowest id)
+and covering its sets (their members' counts drop). The argmax is a lazy max-heap of packed keys
+``count << 32 | (2^32 - 1 - e)`` (the GPU's packing): counts only drop, so a stale top is
+refreshed in place and the first fresh, allowed top is exactly the plain greedy's choice. Allowed:
+not chosen yet, and (MRIM) its round holds fewer than k seeds.
 """
 
 from __future__ import annotations
@@ -163,50 +166,119 @@ def build_inverse(offsets, nodes, universe):
     return counts, sets
 
 
+@njit(inline="always", cache=True)
+def _key(count, e):
+    """count << 32 | (2^32 - 1 - e): larger count first, then the lower id (the GPU's packing)."""
+    return (np.int64(count) << 32) | (np.int64(0xFFFFFFFF) - np.int64(e))
+
+
 @njit(cache=True)
-def greedy_cover(offsets, nodes, n, rounds, k):
-    """Greedy max-cover with k seeds per round; returns (elements chosen, marginal coverage, covered)."""
-    universe = n * rounds
-    num = offsets.shape[0] - 1
-    inv_ptr, inv_sets = build_inverse(offsets, nodes, universe)
-    counts = np.empty(universe, dtype=np.int64)
+def argmax_allowed(counts, taken, per_round, k, n):
+    """(element, count) of the largest count among allowed elements, ties to the lowest id; (-1, -1) if none."""
+    best = np.int64(-1)
+    for t in range(per_round.shape[0]):
+        if per_round[t] >= k:
+            continue
+        for u in range(n):
+            e = t * n + u
+            if taken[e] == 0:
+                key = _key(counts[e], e)
+                if key > best:
+                    best = key
+    if best < 0:
+        return -1, -1
+    return np.int64(0xFFFFFFFF) - (best & np.int64(0xFFFFFFFF)), best >> 32
+
+
+@njit(cache=True)
+def cover_element(offsets, nodes, inv_ptr, inv_sets, covered, counts, taken, per_round, n, e):
+    """Cover the uncovered sets holding e (their members' counts drop), take e; returns the sets covered."""
+    newly = 0
+    for q in range(inv_ptr[e], inv_ptr[e + 1]):
+        i = inv_sets[q]
+        if covered[i] == 0:
+            covered[i] = 1
+            newly += 1
+            for x in range(offsets[i], offsets[i + 1]):
+                counts[nodes[x]] -= 1
+    taken[e] = 1
+    per_round[e // n] += 1
+    return newly
+
+
+@njit(cache=True)
+def _sift_down(heap, size, pos):
+    key = heap[pos]
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] > heap[child]:
+            child += 1
+        if heap[child] <= key:
+            break
+        heap[pos] = heap[child]
+        pos = child
+    heap[pos] = key
+
+
+@njit(cache=True)
+def greedy_steps(offsets, nodes, inv_ptr, inv_sets, covered, counts, taken, per_round, n, k, steps):
+    """``steps`` greedy steps with a lazy max-heap of packed keys (counts only ever drop, so a stale
+    top is refreshed and sifted; the first fresh allowed top is the plain greedy's argmax).
+    Returns (chosen, gains, sets covered)."""
+    universe = counts.shape[0]
+    heap = np.empty(universe, dtype=np.int64)
+    size = 0
     for e in range(universe):
-        counts[e] = inv_ptr[e + 1] - inv_ptr[e]
-    covered = np.zeros(num, dtype=np.uint8)
-    per_round = np.zeros(rounds, dtype=np.int64)
-    steps = k * rounds
-    chosen = np.empty(steps, dtype=np.int64)
-    gains = np.empty(steps, dtype=np.int64)
+        if taken[e] == 0 and per_round[e // n] < k:
+            heap[size] = _key(counts[e], e)
+            size += 1
+    for pos in range(size // 2 - 1, -1, -1):
+        _sift_down(heap, size, pos)
+    chosen = np.full(steps, -1, dtype=np.int64)
+    gains = np.full(steps, -1, dtype=np.int64)
     total = 0
     for it in range(steps):
-        best = -1
-        best_count = -1
-        for e in range(universe):  # ties to the lowest id: strict >
-            if counts[e] > best_count:
-                best_count = counts[e]
-                best = e
-        chosen[it] = best
-        gains[it] = best_count
-        total += best_count
-        for q in range(inv_ptr[best], inv_ptr[best + 1]):
-            i = inv_sets[q]
-            if covered[i] == 0:
-                covered[i] = 1
-                for x in range(offsets[i], offsets[i + 1]):
-                    counts[nodes[x]] -= 1
-        counts[best] = -1
-        t = best // n
-        per_round[t] += 1
-        if per_round[t] == k:
-            for e in range(t * n, (t + 1) * n):
-                counts[e] = -1
+        while size > 0:
+            top = heap[0]
+            e = np.int64(0xFFFFFFFF) - (top & np.int64(0xFFFFFFFF))
+            if taken[e] != 0 or per_round[e // n] >= k:  # chosen, or its round is closed
+                size -= 1
+                heap[0] = heap[size]
+                _sift_down(heap, size, 0)
+                continue
+            fresh = _key(counts[e], e)
+            if fresh != top:  # stale: the count dropped since the key was pushed
+                heap[0] = fresh
+                _sift_down(heap, size, 0)
+                continue
+            chosen[it] = e
+            gains[it] = counts[e]
+            total += cover_element(offsets, nodes, inv_ptr, inv_sets, covered, counts, taken, per_round, n, e)
+            break
+        if chosen[it] < 0:
+            break
     return chosen, gains, total
 
 
-class CPUEngine:
-    """IM sampling and selection with NumPy + Numba."""
+@njit(parallel=True, cache=True)
+def count_hits(offsets, nodes, mark):
+    """Sets holding at least one marked element."""
+    num = offsets.shape[0] - 1
+    hit = np.zeros(num, dtype=np.uint8)
+    for i in prange(num):
+        for x in range(offsets[i], offsets[i + 1]):
+            if mark[nodes[x]]:
+                hit[i] = 1
+                break
+    return hit.sum()
 
-    name = "cpu"
+
+class CPUSampler:
+    """gIM's keyed RR-set sampler on the CPU (NumPy + Numba): the ``gim`` sampler of ``gpucore.im.engine``."""
+
+    name = "gim-cpu"
 
     def __init__(self, graph, model: str, rounds: int, seed: int, backend):
         import numba
@@ -275,7 +347,63 @@ class CPUEngine:
     def synchronize(self) -> None:
         pass
 
+
+class CPUSelection:
+    """One greedy max-cover in progress on a host collection (the ``Selection`` of ``gpucore.im.engine``)."""
+
+    def __init__(self, coll, k: int, n: int, rounds: int):
+        self.offsets = np.asarray(coll.offsets)
+        self.nodes = np.asarray(coll.nodes)
+        self.inv_ptr, self.inv_sets = build_inverse(self.offsets, self.nodes, n * rounds)
+        self.counts = np.diff(self.inv_ptr).astype(np.int32)
+        self.covered_flags = np.zeros(coll.count, dtype=np.uint8)
+        self.taken = np.zeros(n * rounds, dtype=np.uint8)
+        self.per_round = np.zeros(rounds, dtype=np.int64)
+        self.k, self.n = int(k), int(n)
+        self.covered = 0
+
+    def argmax(self, counts):
+        e, gain = argmax_allowed(np.asarray(counts), self.taken, self.per_round, self.k, self.n)
+        if e < 0:
+            raise RuntimeError("greedy: no element left to choose (internal error)")
+        return int(e), int(gain)
+
+    def cover(self, element: int) -> int:
+        newly = int(cover_element(self.offsets, self.nodes, self.inv_ptr, self.inv_sets, self.covered_flags,
+                                  self.counts, self.taken, self.per_round, self.n, np.int64(element)))
+        self.covered += newly
+        return newly
+
+
+class CPUSelector:
+    """Greedy max-cover on the CPU: inverted index element -> sets, lazy max-heap of counts."""
+
+    name = "greedy-cpu"
+
+    def __init__(self, n: int, rounds: int, backend):
+        self.n, self.rounds, self.backend = int(n), int(rounds), backend
+
+    def start(self, coll, k: int) -> CPUSelection:
+        return CPUSelection(coll, k, self.n, self.rounds)
+
+    def coverage(self, coll, elements) -> int:
+        """Sets of ``coll`` holding at least one of ``elements``."""
+        mark = np.zeros(self.n * self.rounds, dtype=np.uint8)
+        mark[np.asarray(elements, dtype=np.int64)] = 1
+        return int(count_hits(np.asarray(coll.offsets), np.asarray(coll.nodes), mark))
+
+    def coverage_bound(self, coll, k: int) -> int:
+        """Sum over rounds of the k largest element counts (``gpucore.im.engine.top_k_sum``)."""
+        from gpucore.im.engine import top_k_sum
+
+        counts = np.bincount(np.asarray(coll.nodes), minlength=self.n * self.rounds)
+        return top_k_sum(np, counts, self.n, self.rounds, int(k))
+
     def greedy(self, coll, k: int):
-        offsets, nodes = coll.offsets, coll.nodes
-        chosen, gains, covered = greedy_cover(offsets, nodes, self.n, self.rounds, int(k))
+        sel = self.start(coll, k)
+        steps = int(k) * self.rounds
+        chosen, gains, covered = greedy_steps(sel.offsets, sel.nodes, sel.inv_ptr, sel.inv_sets, sel.covered_flags,
+                                              sel.counts, sel.taken, sel.per_round, self.n, int(k), steps)
+        if steps and chosen[-1] < 0:
+            raise RuntimeError("greedy: no element left to choose (internal error)")
         return chosen, gains, int(covered)

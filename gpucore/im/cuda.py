@@ -1,10 +1,12 @@
-"""The CUDA backend of IM: gIM's sampler (``kernels/im/im_sample.cu``) and greedy (``kernels/im/im_greedy.cu``).
+"""The CUDA backend of IM: gIM's sampler (``kernels/im/im_sample.cu``) and the greedy (``kernels/im/im_greedy.cu``).
 
-Sampling a batch of sets j_begin .. j_begin + count - 1:
+``CUDASampler`` (the ``gim`` sampler of ``gpucore.im.engine``) samples a batch of sets
+j_begin .. j_begin + count - 1:
 
-1. tier 1: N_b = SMs x max-resident-blocks persistent one-warp blocks (gIM Eq. 5), each with its
-   own bitmap (ceil(n/32) words), staging buffer and overflow reservoir; finished sets go to a
-   pool (one atomicAdd each) with (start, size) recorded at index j - j_begin;
+1. tier 1: persistent warps (gIM's one-warp workers, ``warps_per_block`` to a block; SMs x
+   max-resident-blocks x warps_per_block of them, gIM Eq. 5 counted in warps), each with its own
+   bitmap (ceil(n/32) words), staging buffer and overflow reservoir; finished sets go to a pool
+   (one atomicAdd each) with (start, size) recorded at index j - j_begin;
 2. tier 2: the sets too large for a tier-1 staging buffer (their j listed in ``deferred``) run
    again with a staging buffer of T * n on as many blocks as the memory budget allows;
 3. if the pool overflowed (its capacity is estimated from the mean set size seen so far), the
@@ -12,8 +14,9 @@ Sampling a batch of sets j_begin .. j_begin + count - 1:
 4. im_compact copies the sets in order of j into the collection (offsets from a prefix sum of the
    sizes), so the GPU collection equals the CPU one set by set.
 
-Greedy: counts by atomics over all elements, then k * T steps of im_argmax + im_cover on the device;
-only the chosen element's 64-bit key comes back to the host each step.
+``CUDASelector``: counts by atomics, an inverted index element -> sets (exclusive scan of the
+counts, then a scatter), then k * T steps of ``im_argmax`` + ``im_take`` launched back to back:
+the chosen element stays on the device and the host reads the k * T keys once at the end.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from gpucore.kernels import load_module
 
 #: shared-memory queue entries per block (gIM's |Q_shr|, re-derived for Hopper's shared memory)
 QUEUE_SIZE = 1024
-#: tier-1 staging entries per block: at least this many, more when memory allows
+#: warps per block of im_sample (each warp an independent worker; more warps resident per SM)
+WARPS_PER_BLOCK = 2
+#: tier-1 staging entries per warp: at least this many, more when memory allows
 MIN_STAGE = 4096
 MAX_STAGE = 1 << 20
 
@@ -34,13 +39,34 @@ def _i64(x):
     return np.int64(int(x))
 
 
-class CUDAEngine:
-    """IM sampling and selection on one CUDA device (CuPy + RawModule kernels)."""
+def _host_int(backend, arr) -> int:
+    """The first element of a (device) array as a Python int (a host sync on the GPU)."""
+    return int(backend.to_host(arr).reshape(-1)[0])
 
-    name = "cuda"
 
-    def __init__(self, graph, model: str, rounds: int, seed: int, backend, blocks: int | None = None,
-                 stage_cap: int | None = None):
+class _Device:
+    """Device facts and kernel loading shared by the sampler and the selector (the emulator overrides them)."""
+
+    def _load(self, name, defines=()):
+        return load_module(name, tuple(defines))
+
+    def _device_facts(self) -> tuple[int, int]:
+        """(SM count, most resident blocks per SM)."""
+        cp = self.xp
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        return int(props["multiProcessorCount"]), int(props.get("maxBlocksPerMultiProcessor", 32) or 32)
+
+    def _free_memory(self) -> int:
+        return int(self.backend.free_memory())
+
+
+class CUDASampler(_Device):
+    """gIM's keyed RR-set sampler on one CUDA device (CuPy + RawModule kernels)."""
+
+    name = "gim-cuda"
+
+    def __init__(self, graph, model: str, rounds: int, seed: int, backend, warps: int | None = None,
+                 stage_cap: int | None = None, warps_per_block: int = WARPS_PER_BLOCK):
         from gpucore.im.cpu import lt_prefix
         from gpucore.im.rrsets import RRCollection
 
@@ -66,52 +92,35 @@ class CUDAEngine:
         qcum = lt_prefix(host["in_indptr"], host["in_prob"]) if self.lt else np.zeros(1, dtype=np.int64)
         self.d = {name: backend.asarray(arr, what=f"graph array {name}") for name, arr in host.items()}
         self.d["qcum"] = backend.asarray(qcum, what="LT prefix sums")
-        mod = self._load("im/im_sample", (("IM_QS", str(QUEUE_SIZE)),))
+        self.warps_per_block = int(warps_per_block)
+        if not 1 <= self.warps_per_block <= 32:
+            raise GpucoreError(f"warps_per_block {warps_per_block}: must be in [1, 32]")
+        mod = self._load("im/im_sample", (("IM_QS", str(QUEUE_SIZE)), ("IM_WARPS", str(self.warps_per_block))))
         self.k_sample = mod.get_function("im_sample")
         self.k_compact = mod.get_function("im_compact")
-        gmod = self._load("im/im_greedy")
-        self.k_count = gmod.get_function("im_count")
-        self.k_argmax = gmod.get_function("im_argmax")
-        self.k_cover = gmod.get_function("im_cover")
 
         self.sms, per_sm = self._device_facts()
         self.words = (self.n + 31) // 32
         free = self._free_memory()
-        want_blocks = blocks or self.sms * per_sm  # gIM Eq. 5
-        # bitmaps + staging + reservoir of all blocks within ~15% of free memory
+        want = warps or self.sms * per_sm * self.warps_per_block  # gIM Eq. 5, in warps
+        # bitmaps + staging + reservoir of all workers within ~15% of free memory
         max_set = self.n * self.rounds
         if stage_cap is None:
-            stage_cap = min(max_set, MAX_STAGE, max(MIN_STAGE, int(0.10 * free / max(1, want_blocks) / 8)))
+            stage_cap = min(max_set, MAX_STAGE, max(MIN_STAGE, int(0.10 * free / max(1, want) / 8)))
         self.stage_cap = int(max(1, min(stage_cap, max_set)))
         self.res_cap = ((min(self.stage_cap, self.n) + 31) // 32) * 32 + 32
-        per_block = 4 * self.words + 4 * self.stage_cap + 4 * self.res_cap
-        fit = int(0.15 * free // per_block)
-        self.blocks = int(max(1, min(want_blocks, fit)))
-        self.bitmaps = backend.zeros((self.blocks * self.words,), np.uint32, what="visited bitmaps")
-        self.stages = backend.empty((self.blocks * self.stage_cap,), np.int32, what="RR staging buffers")
-        self.reservoirs = backend.empty((self.blocks * self.res_cap,), np.int32, what="queue reservoirs")
-        self.counters = backend.zeros((4,), np.uint64, what="counters")  # next, pool_tail, n_deferred, spare
-        self.flags = backend.zeros((1,), np.int32, what="flags")
+        per_warp = 4 * self.words + 4 * self.stage_cap + 4 * self.res_cap
+        fit = int(0.15 * free // per_warp)
+        self.warps = int(max(1, min(want, fit)))
+        self.bitmaps = backend.zeros((self.warps * self.words,), np.uint32, what="visited bitmaps")
+        self.stages = backend.empty((self.warps * self.stage_cap,), np.int32, what="RR staging buffers")
+        self.reservoirs = backend.empty((self.warps * self.res_cap,), np.int32, what="queue reservoirs")
+        # next set, pool tail, deferred sets, sets finished, pool overflow: read back once per batch
+        self.counters = backend.zeros((5,), np.uint64, what="sampler counters")
         self.dummy = backend.zeros((1,), np.int64, what="dummy")
         self.pool_factor = 1.3  # pool = count * mean * factor + slack (tests shrink both to force retries)
-        self.pool_slack = 32 * self.blocks + 4096
+        self.pool_slack = 32 * self.warps + 4096
         self.retries = 0
-
-    # ---- device facts (the emulator overrides these three) ----------------------------------
-    def _load(self, name, defines=()):
-        return load_module(name, tuple(defines))
-
-    def _device_facts(self) -> tuple[int, int]:
-        """(SM count, most resident blocks per SM)."""
-        cp = self.xp
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        return int(props["multiProcessorCount"]), int(props.get("maxBlocksPerMultiProcessor", 32) or 32)
-
-    def _free_memory(self) -> int:
-        return int(self.backend.free_memory())
-
-    def _scalar(self, arr) -> int:
-        return int(self.backend.to_host(arr).reshape(-1)[0])
 
     # ---- sampling ---------------------------------------------------------------------------
     def collection(self, j_begin: int):
@@ -120,23 +129,27 @@ class CUDAEngine:
     def synchronize(self) -> None:
         self.backend.synchronize()
 
-    def _launch_sample(self, blocks, j_begin, count, use_list, j_list, stages, stage_cap, reservoirs, res_cap, pool,
-                       set_start, set_size, deferred):
-        self.counters[0] = 0  # next
-        self.counters[2] = 0  # n_deferred
+    def _launch_sample(self, warps, j_begin, count, use_list, j_list, stages, stage_cap, reservoirs, res_cap, pool,
+                       set_start, set_size, deferred, pool_tail: int = 0) -> np.ndarray:
+        """One im_sample launch on ``warps`` workers, appending to ``pool`` at ``pool_tail``; returns the
+        counters (one device-to-host copy)."""
+        self.counters.fill(0)
+        if pool_tail:
+            self.counters[1] = pool_tail
+        grid = (int(warps) + self.warps_per_block - 1) // self.warps_per_block
         self.k_sample(
-            (int(blocks),),
-            (32,),
+            (grid,),
+            (32 * self.warps_per_block,),
             (
                 self.d["in_indptr"], self.d["in_src"], self.d["in_eid"], self.d["in_prob"], self.d["qcum"],
                 np.int32(1 if self.lt else 0), _i64(self.n), self.seed, _i64(self.rounds),
                 _i64(j_begin), _i64(count), np.int32(use_list), j_list,
-                self.counters[0:1], self.bitmaps, _i64(self.words),
+                _i64(warps), self.bitmaps, _i64(self.words),
                 stages, _i64(stage_cap), reservoirs, _i64(res_cap),
-                pool, _i64(pool.shape[0]), self.counters[1:2], set_start, set_size,
-                deferred, self.counters[2:3], self.flags,
+                pool, _i64(pool.shape[0]), set_start, set_size, deferred, self.counters,
             ),
         )
+        return self.backend.to_host(self.counters)
 
     def sample_into(self, coll, count: int, mean_hint: float) -> None:
         """Append sets j = coll.j_end .. coll.j_end + count - 1 to ``coll`` (in order of j)."""
@@ -152,27 +165,22 @@ class CUDAEngine:
         deferred = be.empty((count,), np.int64, what="deferred RR sets")
         while True:
             pool = be.empty((pool_cap,), np.int32, what=f"RR-set pool ({pool_cap:,} int32)")
-            set_size.fill(-1)
-            self.counters[1] = 0  # pool_tail
-            self.flags.fill(0)
-            self._launch_sample(self.blocks, j_begin, count, 0, self.dummy, self.stages, self.stage_cap,
-                                self.reservoirs, self.res_cap, pool, set_start, set_size, deferred)
-            overflow = self._scalar(self.flags)
-            n_def = self._scalar(self.counters[2:3]) if not overflow else 0
-            if not overflow and n_def:
-                overflow = self._tier2(j_begin, n_def, deferred, pool, set_start, set_size)
+            c = self._launch_sample(self.warps, j_begin, count, 0, self.dummy, self.stages, self.stage_cap,
+                                    self.reservoirs, self.res_cap, pool, set_start, set_size, deferred)
+            total, finished, overflow = int(c[1]), int(c[3]), bool(c[4])
+            if not overflow and c[2]:
+                total, done2, overflow = self._tier2(j_begin, int(c[2]), deferred, pool, total, set_start, set_size)
+                finished += done2
             if not overflow:
                 break
             del pool
             self.retries += 1
             pool_cap *= 2  # estimates were short: redo the batch with a larger pool (same keys, same sets)
-        total = self._scalar(self.counters[1:2])
-        if int(xp.count_nonzero(set_size < 0)):
-            raise RuntimeError("im_sample left RR sets unfinished (internal error)")
+        if finished != count:
+            raise RuntimeError(f"im_sample finished {finished} of {count} RR sets (internal error)")
         coll.reserve(count, total)
         first = coll.count
-        ends = xp.cumsum(set_size, dtype=xp.int64) + coll.total
-        coll._offsets[first + 1 : first + 1 + count] = ends
+        coll._offsets[first + 1 : first + 1 + count] = xp.cumsum(set_size, dtype=xp.int64) + coll.total
         dst = coll._offsets[first : first + count]
         threads = 256
         grid = int(min((count * 32 + threads - 1) // threads, self.sms * 64))
@@ -181,70 +189,154 @@ class CUDAEngine:
         coll.total += total
         del pool
 
-    def _tier2(self, j_begin, n_def, deferred, pool, set_start, set_size) -> int:
-        """Re-run the deferred sets with staging for a whole set; returns the pool-overflow flag."""
+    def _tier2(self, j_begin, n_def, deferred, pool, pool_tail, set_start, set_size) -> tuple[int, int, bool]:
+        """Re-run the deferred sets with staging for a whole set: (pool tail, sets finished, overflow)."""
         be = self.backend
         stage_cap = self.n * self.rounds
         res_cap = ((self.n + 31) // 32) * 32 + 32
-        per_block = 4 * (stage_cap + res_cap)
-        fit = int(0.25 * self._free_memory() // per_block)
-        blocks = max(1, min(n_def, self.blocks, fit))
+        per_warp = 4 * (stage_cap + res_cap)
+        fit = int(0.25 * self._free_memory() // per_warp)
+        warps = max(1, min(n_def, self.warps, fit))
         if fit < 1:
             raise OutOfMemoryError(
-                f"an RR set larger than {self.stage_cap:,} elements needs a {format_bytes(per_block)} buffer; "
+                f"an RR set larger than {self.stage_cap:,} elements needs a {format_bytes(per_warp)} buffer; "
                 f"only {format_bytes(self._free_memory())} is free on the GPU"
             )
-        stages = be.empty((blocks * stage_cap,), np.int32, what="tier-2 RR staging buffers")
-        reservoirs = be.empty((blocks * res_cap,), np.int32, what="tier-2 queue reservoirs")
+        stages = be.empty((warps * stage_cap,), np.int32, what="tier-2 RR staging buffers")
+        reservoirs = be.empty((warps * res_cap,), np.int32, what="tier-2 queue reservoirs")
         j_list = deferred[:n_def].copy()
         again = be.empty((n_def,), np.int64, what="deferred RR sets")
-        self._launch_sample(blocks, j_begin, n_def, 1, j_list, stages, stage_cap, reservoirs, res_cap, pool,
-                            set_start, set_size, again)
-        overflow = self._scalar(self.flags)
-        if not overflow and self._scalar(self.counters[2:3]):
+        c = self._launch_sample(warps, j_begin, n_def, 1, j_list, stages, stage_cap, reservoirs, res_cap, pool,
+                                set_start, set_size, again, pool_tail)
+        if not c[4] and c[2]:
             raise RuntimeError("im_sample deferred an RR set in tier 2 (internal error)")
-        return overflow
+        return int(c[1]), int(c[3]), bool(c[4])
 
-    # ---- greedy max-cover --------------------------------------------------------------------
-    def greedy(self, coll, k: int):
-        be = self.backend
-        n, rounds = self.n, self.rounds
-        universe = n * rounds
-        num = int(coll.count)
-        total = int(coll.total)
-        offsets, nodes = coll.offsets, coll.nodes
-        counts = be.zeros((universe,), np.int32, what="greedy counts")
-        covered = be.zeros((num,), np.uint8, what="covered flags")
-        result = be.zeros((1,), np.uint64, what="argmax")
-        newly = be.zeros((1,), np.uint64, what="covered counter")
+
+class CUDASelection:
+    """One greedy max-cover in progress on a device collection (the ``Selection`` of ``gpucore.im.engine``)."""
+
+    def __init__(self, selector, coll, k: int):
+        be = selector.backend
+        self.xp, self.backend = selector.xp, be
+        self.k_argmax, self.k_take = selector.k_argmax, selector.k_take
+        self.sms = selector.sms
+        self.n, self.rounds, self.k = selector.n, selector.rounds, int(k)
+        universe = self.n * self.rounds
+        num, total = int(coll.count), int(coll.total)
+        self.offsets, self.nodes = coll.offsets, coll.nodes
         threads = 256
-        grid_count = int(max(1, min((total + threads - 1) // threads, self.sms * 32)))
+        self.counts = selector.counts(coll)
+        self.inv_ptr = be.zeros((universe + 1,), np.int64, what="inverted index pointers")
+        self.inv_ptr[1:] = self.xp.cumsum(self.counts, dtype=np.int64)
+        fill = self.inv_ptr[:-1].astype(np.uint64)  # each list's next free slot (atomicAdd on uint64)
+        self.inv_sets = be.empty((max(total, 1),), np.int32, what=f"inverted index ({total:,} int32)")
+        if num:
+            grid = int(max(1, min((num * 32 + threads - 1) // threads, self.sms * 32)))
+            selector.k_index((grid,), (threads,), (self.offsets, self.nodes, _i64(num), fill, self.inv_sets))
+        del fill
+        self.covered_flags = be.zeros((max(num, 1),), np.uint8, what="covered flags")
+        self.taken = be.zeros((universe,), np.uint8, what="chosen flags")
+        self.per_round = be.zeros((self.rounds,), np.int32, what="seeds per round")
+        self.newly = be.zeros((1,), np.uint64, what="covered counter")
+        self.grid_arg = int(max(1, min((self.n + threads - 1) // threads, self.sms * 8)))
+        self.grid_take = int(self.sms * 8)
+        self.covered = 0
+
+    def launch_step(self, keys, step: int) -> None:
+        """im_argmax into keys[step] (keys[step] must be 0), then im_take of that key: no host sync."""
+        self.launch_argmax(self.counts, keys, step)
+        self.launch_take(keys, step)
+
+    def launch_argmax(self, counts, keys, step: int) -> None:
+        self.k_argmax((self.grid_arg,), (256,), (counts, self.taken, self.per_round, np.int32(self.k), _i64(self.n),
+                                                _i64(self.rounds), keys, _i64(step)))
+
+    def launch_take(self, keys, step: int) -> None:
+        self.k_take((self.grid_take,), (256,), (self.inv_ptr, self.inv_sets, self.offsets, self.nodes, keys,
+                                                _i64(step), _i64(self.n), self.covered_flags, self.counts,
+                                                self.taken, self.per_round, self.newly))
+
+    def argmax(self, counts):
+        keys = self.backend.zeros((1,), np.uint64, what="argmax key")
+        self.launch_argmax(self.xp.asarray(counts, dtype=np.int32), keys, 0)  # the kernel reads int32
+        element, gain = decode_keys(self.backend.to_host(keys))
+        return int(element[0]), int(gain[0])
+
+    def cover(self, element: int) -> int:
+        before = _host_int(self.backend, self.newly)
+        key = np.array([0xFFFFFFFF - int(element)], dtype=np.uint64)  # count 0: only the element matters
+        self.launch_take(self.backend.asarray(key, what="chosen key"), 0)
+        newly = _host_int(self.backend, self.newly) - before
+        self.covered += newly
+        return newly
+
+
+def decode_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(elements, counts) of packed keys count << 32 | (2^32 - 1 - e); a zero key means none was allowed."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    if np.any(keys == 0):
+        raise RuntimeError("greedy: no element left to choose (internal error)")
+    elements = (np.uint64(0xFFFFFFFF) - (keys & np.uint64(0xFFFFFFFF))).astype(np.int64)
+    return elements, (keys >> np.uint64(32)).astype(np.int64)
+
+
+class CUDASelector(_Device):
+    """Greedy max-cover on one CUDA device: inverted index, device-resident steps, one read-back."""
+
+    name = "greedy-cuda"
+
+    def __init__(self, n: int, rounds: int, backend):
+        self.backend, self.xp = backend, backend.xp
+        self.n, self.rounds = int(n), int(rounds)
+        gmod = self._load("im/im_greedy")
+        self.k_count = gmod.get_function("im_count")
+        self.k_index = gmod.get_function("im_index")
+        self.k_argmax = gmod.get_function("im_argmax")
+        self.k_take = gmod.get_function("im_take")
+        self.k_hits = gmod.get_function("im_hits")
+        self.sms, _per_sm = self._device_facts()
+
+    def start(self, coll, k: int) -> CUDASelection:
+        return CUDASelection(self, coll, k)
+
+    def coverage_bound(self, coll, k: int) -> int:
+        """Sum over rounds of the k largest element counts (``gpucore.im.engine.top_k_sum``)."""
+        from gpucore.im.engine import top_k_sum
+
+        counts = self.counts(coll)
+        return top_k_sum(self.xp, counts, self.n, self.rounds, int(k))
+
+    def counts(self, coll):
+        """Device int32 array: the sets of ``coll`` holding each element (im_count)."""
+        counts = self.backend.zeros((self.n * self.rounds,), np.int32, what="greedy counts")
+        total = int(coll.total)
         if total:
-            self.k_count((grid_count,), (threads,), (nodes, _i64(total), counts))
-        grid_arg = int(max(1, min((universe + threads - 1) // threads, self.sms * 8)))
-        grid_cover = int(max(1, min((num * 32 + threads - 1) // threads, self.sms * 32)))
-        per_round = [0] * rounds
-        steps = k * rounds
-        chosen = np.empty(steps, dtype=np.int64)
-        gains = np.empty(steps, dtype=np.int64)
+            grid = int(max(1, min((total + 255) // 256, self.sms * 32)))
+            self.k_count((grid,), (256,), (coll.nodes, _i64(total), counts))
+        return counts
+
+    def coverage(self, coll, elements) -> int:
+        """Sets of ``coll`` holding at least one of ``elements``."""
+        be = self.backend
+        mark = np.zeros(self.n * self.rounds, dtype=np.uint8)
+        mark[np.asarray(elements, dtype=np.int64)] = 1
+        hits = be.zeros((1,), np.uint64, what="hit counter")
+        num = int(coll.count)
+        if num:
+            grid = int(max(1, min((num * 32 + 255) // 256, self.sms * 32)))
+            self.k_hits((grid,), (256,), (coll.offsets, coll.nodes, _i64(num), be.asarray(mark, what="seed marks"),
+                                          hits))
+        return _host_int(be, hits)
+
+    def greedy(self, coll, k: int):
+        sel = self.start(coll, k)
+        steps = int(k) * self.rounds
+        keys = self.backend.zeros((max(steps, 1),), np.uint64, what="greedy keys")
         for it in range(steps):
-            result.fill(0)
-            self.k_argmax((grid_arg,), (threads,), (counts, _i64(universe), result))
-            key = self._scalar(result)
-            if key == 0:
-                raise RuntimeError("im_argmax found no selectable element (internal error)")
-            gain = key >> 32
-            e = 0xFFFFFFFF - (key & 0xFFFFFFFF)
-            chosen[it], gains[it] = e, gain
-            if gain > 0:
-                self.k_cover((grid_cover,), (threads,),
-                             (offsets, nodes, _i64(num), np.int32(e), covered, counts, newly))
-            counts[e] = -1
-            t = e // n
-            per_round[t] += 1
-            if per_round[t] == k:
-                counts[t * n : (t + 1) * n] = -1
-        covered_sets = self._scalar(newly)
-        if covered_sets != int(gains.sum()):
-            raise RuntimeError(f"greedy bookkeeping mismatch: {covered_sets} covered, gains sum {int(gains.sum())}")
-        return chosen, gains, covered_sets
+            sel.launch_step(keys, it)
+        chosen, gains = decode_keys(self.backend.to_host(keys)[:steps])
+        covered = _host_int(self.backend, sel.newly)
+        if covered != int(gains.sum()):
+            raise RuntimeError(f"greedy bookkeeping mismatch: {covered} covered, gains sum {int(gains.sum())}")
+        return chosen, gains, covered

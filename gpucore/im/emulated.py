@@ -1,14 +1,15 @@
-"""Run the IM CUDA kernels (``kernels/im_*.cu``) on the CPU, for GPU-less tests of kernels and driver.
+"""Run the IM CUDA kernels (``kernels/im/*.cu``) on the CPU, for GPU-less tests of kernels and driver.
 
 The unmodified ``.cu`` sources run in the generic emulator ``gpucore.kernels.emulator`` (its module
 docstring describes the execution model: blocks one after another, the threads of a block as
 user-level contexts, warp primitives and ``__syncthreads`` as barriers at which a thread yields,
 so warp-synchronous code runs as on a GPU; static shared memory; argument type checks).
 
-``emulated_engine(graph, model, rounds, seed)`` is a ``CUDAEngine`` whose arrays are NumPy arrays and
-whose kernels are these; it exercises the driver code of ``gpucore.im.cuda`` too. The shared-memory
-queue of ``im_sample`` has ``queue_size`` entries (``IM_QS``). It cannot find races between blocks
-(the GPU tests do that). Slow: keep graphs and grids small.
+``emulated_engine(graph, model, rounds, seed)`` is an ``Engine`` (``gpucore.im.engine``) of a
+``CUDASampler`` and a ``CUDASelector`` whose arrays are NumPy arrays and whose kernels are these;
+it exercises the driver code of ``gpucore.im.cuda`` too. The shared-memory queue of ``im_sample``
+has ``queue_size`` entries (``IM_QS``). It cannot find races between blocks (the GPU tests do
+that). Slow: keep graphs and grids small.
 """
 
 from __future__ import annotations
@@ -21,19 +22,14 @@ available = _emu.available
 kernel_names = _emu.kernel_names
 
 
-def emulated_engine(graph, model: str, rounds: int = 1, seed: int = 0, *, sms: int = 1, blocks_per_sm: int = 3,
-                    free_bytes: int = 1 << 28, queue_size: int | None = None, **kw):
-    """A ``CUDAEngine`` on NumPy arrays whose kernels run in the emulator (see module docstring)."""
-    from gpucore.backend import get_backend
-    from gpucore.im import cuda as cuda_mod
+def _emulated(cls, sms: int, blocks_per_sm: int, free_bytes: int, queue_size: str):
+    """``cls`` (a CUDA sampler or selector) with the emulator's kernels and device facts."""
 
-    qs = str(int(queue_size or cuda_mod.QUEUE_SIZE))
-
-    class EmulatedCUDAEngine(cuda_mod.CUDAEngine):
-        name = "cuda-emulator"
+    class Emulated(cls):
+        name = cls.name + "-emulated"
 
         def _load(self, name, defines=()):
-            return _emu.load_module(name, tuple((k, qs if k == "IM_QS" else v) for k, v in defines))
+            return _emu.load_module(name, tuple((k, queue_size if k == "IM_QS" else v) for k, v in defines))
 
         def _device_facts(self):
             return sms, blocks_per_sm
@@ -41,4 +37,18 @@ def emulated_engine(graph, model: str, rounds: int = 1, seed: int = 0, *, sms: i
         def _free_memory(self):
             return free_bytes
 
-    return EmulatedCUDAEngine(graph, model, rounds, seed, get_backend("cpu"), **kw)
+    return Emulated
+
+
+def emulated_engine(graph, model: str, rounds: int = 1, seed: int = 0, *, sms: int = 1, blocks_per_sm: int = 3,
+                    free_bytes: int = 1 << 28, queue_size: int | None = None, **kw):
+    """An ``Engine`` of the CUDA sampler and selector on NumPy arrays, kernels in the emulator."""
+    from gpucore.backend import get_backend
+    from gpucore.im import cuda as cuda_mod
+    from gpucore.im.engine import Engine
+
+    be = get_backend("cpu")
+    facts = (sms, blocks_per_sm, free_bytes, str(int(queue_size or cuda_mod.QUEUE_SIZE)))
+    sampler = _emulated(cuda_mod.CUDASampler, *facts)(graph, model, rounds, seed, be, **kw)
+    selector = _emulated(cuda_mod.CUDASelector, *facts)(graph.n, rounds, be)
+    return Engine(sampler, selector)

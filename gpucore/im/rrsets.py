@@ -8,17 +8,18 @@ CuPy (cuda) arrays; storage grows geometrically so appends are amortised.
 Key scheme (``docs/im.md``): the root of set j is ``index_below(mix(seed, ROOT, j, 0, 0), n)``; round
 ``t`` of set j uses the sample key ``s = j * T + t``: IC coin of original arc e
 ``bernoulli(step(mix(seed, COIN, s), e), p_e)``, LT choice at v ``lt_draw(mix(seed, LT_CHOICE, s, v, 0))``.
-IMM's lower-bound phase uses ``j = 0, 1, ...``; its final phase uses fresh sets
-``j = FINAL_OFFSET, FINAL_OFFSET + 1, ...`` (Chen 2018: never reuse the estimation sets).
+IMM's lower-bound search and final selection use ``j = 0, 1, ...`` (the final phase extends the
+search's sets, ``docs/im.md``); the spread estimate scores the seeds on other sets,
+``j = ESTIMATE_OFFSET, ESTIMATE_OFFSET + 1, ...``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: first set index of IMM's final phase (disjoint from any lower-bound phase, which stays below it)
-FINAL_OFFSET = 1 << 40
-#: largest number of rounds (keeps j * T + t below 2^63 for every j below 2 * FINAL_OFFSET)
+#: first set index of the sets that score IMM's seeds (disjoint from the selection's, which stay below it)
+ESTIMATE_OFFSET = 1 << 40
+#: largest number of rounds (keeps j * T + t below 2^63 for every j below 2 * ESTIMATE_OFFSET)
 MAX_ROUNDS = 1 << 16
 
 
@@ -34,6 +35,7 @@ class RRCollection:
         self.universe = self.n * self.rounds
         self.count = 0
         self.total = 0
+        self.projected_bytes = 0  # the IMM driver's memory projection for this collection (bytes)
         self._offsets = backend.zeros((1024,), np.int64, what="RR-set offsets")
         self._nodes = backend.empty((1024,), np.int32, what="RR-set elements")
 
@@ -96,5 +98,7 @@ class RRCollection:
         return self.backend.to_host(self.offsets), self.backend.to_host(self.nodes)
 
     def release(self) -> None:
-        self._offsets = self._offsets[:1]
-        self._nodes = self._nodes[:0]
+        """Free the storage (fresh empty arrays: a slice would keep the old buffers alive)."""
+        self.count = self.total = 0
+        self._offsets = self.backend.zeros((1,), np.int64, what="RR-set offsets")
+        self._nodes = self.backend.empty((0,), np.int32, what="RR-set elements")

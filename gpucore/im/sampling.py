@@ -11,19 +11,18 @@ from __future__ import annotations
 import numpy as np
 
 from gpucore.backend import get_backend
-from gpucore.im.driver import make_engine
+from gpucore.im.engine import make_sampler, make_selector
 
 
 def rr_sets(graph, model: str = "IC", j_begin: int = 0, count: int = 1, seed: int = 0, rounds: int = 1,
-            backend="cpu", batch: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """RR sets j_begin .. j_begin + count - 1 as host (offsets, elements)."""
+            backend="cpu", batch: int | None = None, sampler: str = "gim", **options) -> tuple[np.ndarray, np.ndarray]:
+    """RR sets j_begin .. j_begin + count - 1 as host (offsets, elements), drawn by the named sampler."""
     be = get_backend(backend) if isinstance(backend, str) else backend
-    engine = make_engine(graph, model.upper(), rounds, seed, be)
-    return engine_sets(engine, j_begin, count, batch)
+    return engine_sets(make_sampler(graph, model.upper(), rounds, seed, be, sampler, **options), j_begin, count, batch)
 
 
 def engine_sets(engine, j_begin: int, count: int, batch: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """RR sets j_begin .. j_begin + count - 1 drawn by a given engine, as host (offsets, elements)."""
+    """RR sets j_begin .. j_begin + count - 1 drawn by a given sampler (or engine), as host (offsets, elements)."""
     coll = engine.collection(j_begin)
     step = count if batch is None else max(1, int(batch))
     while coll.count < count:
@@ -45,10 +44,9 @@ def greedy(graph, offsets, elements, k: int, rounds: int = 1, backend="cpu"):
     from gpucore.im.rrsets import RRCollection
 
     be = get_backend(backend) if isinstance(backend, str) else backend
-    engine = make_engine(graph, "IC", rounds, 0, be)
     coll = RRCollection(be.xp, be, 0, graph.n, rounds)
     sizes = np.diff(np.asarray(offsets, dtype=np.int64))
     coll.reserve(sizes.shape[0], int(sizes.sum()))
     coll.append(sizes, [(0, be.asarray(np.asarray(elements, dtype=np.int32)))])
-    chosen, gains, covered = engine.greedy(coll, k)
+    chosen, gains, covered = make_selector(graph.n, rounds, be).greedy(coll, k)
     return np.asarray(chosen, dtype=np.int64), np.asarray(gains, dtype=np.int64), int(covered)

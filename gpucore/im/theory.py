@@ -1,4 +1,4 @@
-"""IMM's sample-count formulas (Tang, Shi, Xiao, SIGMOD 2015), as the theory states them.
+"""IMM's sample-count formulas (Tang, Shi, Xiao, SIGMOD 2015), with the final phase reusing R.
 
 Spec ``im-gim.md`` section 1; we follow IMM's *theory*, not its released code (pitfall 8):
 
@@ -8,9 +8,15 @@ Spec ``im-gim.md`` section 1; we follow IMM's *theory*, not its released code (p
 - the lower-bound search runs ``i = 1 .. floor(log2 n) - 1`` with ``x_i = n / 2^i`` and
   ``theta_i = ceil(lambda' / x_i)``; it stops at the first ``i`` with ``n F_R(S_i) >= (1 + eps') x_i``
   and then ``LB = n F_R(S_i) / (1 + eps')``; if it never stops, ``LB = 1``;
-- ``alpha = sqrt(ell ln n + ln 2)``, ``beta = sqrt(gamma (ln C + ell ln n + ln 2))``,
-  ``lambda* = 2 n (gamma alpha + beta)^2 / eps^2``, ``theta = ceil(lambda* / LB)``, where ``gamma``
-  is the approximation ratio of the greedy (``1 - 1/e`` for IM).
+- the final phase keeps R and extends it: it uses the first ``theta`` sets, ``theta`` the larger
+  of the sets R already holds and ``ceil(lambda* / L)``, where ``L = n 2^(-j/g)`` is LB rounded
+  down to a grid of ``g = GRID_STEPS`` points per halving (``j = ceil(g log2(n / LB))``);
+- ``theta`` is thus one of ``U`` counts fixed before any sampling (the theta_i and the grid
+  counts), and ``lambda*`` pays for a union bound over them (``docs/im.md``, "Reusing the
+  estimation sets"): ``alpha = sqrt(ell ln n + ln 2 + ln U)``,
+  ``beta = sqrt(gamma (ln C + ell ln n + ln 2 + ln U))``, ``lambda* = 2 n (gamma alpha + beta)^2 / eps^2``,
+  where ``gamma`` is the approximation ratio of the greedy (``1 - 1/e`` for IM). With ``U = 1``
+  these are IMM's Eq. 6 constants.
 
 Multi-round IM (CR-NAIMM, spec section 3) uses the same formulas with the count of feasible seed
 sets ``C(n,k)^T`` (k seeds in each of T rounds; so ``ln C`` becomes ``T ln C(n,k)``) and the ratio
@@ -29,6 +35,8 @@ from gpucore.errors import GpucoreError
 
 GAMMA_IM = 1.0 - 1.0 / math.e
 GAMMA_MRIM = 0.5
+#: grid points per halving of the lower bound (rounding LB down costs at most 2^(1/g) more sets)
+GRID_STEPS = 16
 
 
 def log_binom(n: int, k: int) -> float:
@@ -66,6 +74,9 @@ class IMMParameters:
     alpha: float
     beta: float
     max_iterations: int  # floor(log2 n) - 1
+    grid_steps: int  # g: grid points per halving of LB
+    grid_points: int  # J + 1: grid levels j = 0 .. J with n 2^(-J/g) <= 1
+    candidates: int  # U = max_iterations + J + 1: the final counts the union bound covers
 
     def x(self, i: int) -> float:
         """x_i = n / 2^i."""
@@ -75,9 +86,23 @@ class IMMParameters:
         """ceil(lambda' / x_i): RR sets needed in LB-search iteration i."""
         return int(math.ceil(self.lambda_prime / self.x(i)))
 
-    def theta(self, lb: float) -> int:
-        """ceil(lambda* / LB): RR sets of the final phase."""
-        return int(math.ceil(self.lambda_star / lb))
+    def grid_level(self, lb: float) -> int:
+        """The smallest j with n 2^(-j/g) <= LB (LB in [1, n])."""
+        j = max(0, math.ceil(self.grid_steps * math.log2(self.n / lb)))
+        while self.grid_value(j) > lb:  # guard against rounding in log2
+            j += 1
+        while j > 0 and self.grid_value(j - 1) <= lb:
+            j -= 1
+        return j
+
+    def grid_value(self, j: int) -> float:
+        """L_j = n 2^(-j/g)."""
+        return self.n * 2.0 ** (-j / self.grid_steps)
+
+    def theta(self, lb: float, lb_sets: int = 0) -> int:
+        """RR sets of the final selection: max(lb_sets, ceil(lambda* / L_j)) with L_j = LB rounded down
+        to the grid (``lb_sets``: the sets the lower-bound search left, reused)."""
+        return max(int(lb_sets), int(math.ceil(self.lambda_star / self.grid_value(self.grid_level(lb)))))
 
     def lb_test(self, i: int, covered_fraction: float) -> float | None:
         """LB if n F_R(S_i) >= (1 + eps') x_i, else None."""
@@ -117,8 +142,12 @@ def imm_parameters(n: int, k: int, epsilon: float, ell: float = 1.0, rounds: int
     ln_n = math.log(n)
     eps_p = math.sqrt(2.0) * epsilon
     lambda_prime = (2.0 + 2.0 / 3.0 * eps_p) * (log_sets + ell_adj * ln_n + math.log(math.log2(n))) * n / eps_p**2
-    alpha = math.sqrt(ell_adj * ln_n + math.log(2.0))
-    beta = math.sqrt(gamma * (log_sets + ell_adj * ln_n + math.log(2.0)))
+    max_iterations = max(0, n.bit_length() - 2)
+    grid_points = GRID_STEPS * math.ceil(math.log2(n)) + 1
+    candidates = max_iterations + grid_points
+    log_u = math.log(candidates)
+    alpha = math.sqrt(ell_adj * ln_n + math.log(2.0) + log_u)
+    beta = math.sqrt(gamma * (log_sets + ell_adj * ln_n + math.log(2.0) + log_u))
     lambda_star = 2.0 * n * (gamma * alpha + beta) ** 2 / epsilon**2
     return IMMParameters(
         n=n,
@@ -134,5 +163,8 @@ def imm_parameters(n: int, k: int, epsilon: float, ell: float = 1.0, rounds: int
         lambda_star=lambda_star,
         alpha=alpha,
         beta=beta,
-        max_iterations=max(0, n.bit_length() - 2),
+        max_iterations=max_iterations,
+        grid_steps=GRID_STEPS,
+        grid_points=grid_points,
+        candidates=candidates,
     )

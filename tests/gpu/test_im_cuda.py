@@ -1,5 +1,9 @@
 """gIM on the GPU against the CPU reference: identical RR sets per key, identical greedy, identical IMM.
 
+Covers the sampler's paths (queue reservoir, tier 2, pool retries, warps per block, partial last
+block), the greedy through the inverted index (fast path and the step interface of a distributed
+run), the top-k bound and the scoring of seeds on other sets, and whole IMM runs.
+
 Run on the GPU machine: ``python -m pytest -m gpu tests/gpu/test_im_cuda.py -v``.
 Real graphs come from $GPUCORE_SHARED_DATA, ./.shared_data or ../shared/data/snap (skipped if absent).
 """
@@ -16,8 +20,9 @@ from gpucore.backend import get_backend
 from gpucore.graph import from_arcs, preprocess
 from gpucore.graph.generators import preferential_attachment
 from gpucore.im import imm
-from gpucore.im.cpu import CPUEngine
-from gpucore.im.rrsets import FINAL_OFFSET
+from gpucore.im.cpu import CPUSampler
+from gpucore.im.rrsets import ESTIMATE_OFFSET
+from gpucore.im.engine import make_engine, stepwise_greedy
 from gpucore.im.sampling import canonical, engine_sets, greedy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,9 +37,10 @@ def cpu():
 
 
 def engine(graph, model, rounds=1, seed=0, **kw):
-    from gpucore.im.cuda import CUDAEngine
+    """The CUDA gim sampler (``warps`` / ``stage_cap`` / ``warps_per_block`` force its rare paths)."""
+    from gpucore.im.cuda import CUDASampler
 
-    return CUDAEngine(graph, model, rounds, seed, cuda(), **kw)
+    return CUDASampler(graph, model, rounds, seed, cuda(), **kw)
 
 
 def same_sets(a, b):
@@ -71,25 +77,25 @@ def real_graph(tmp_path_factory):
 @pytest.mark.parametrize("rounds", [1, 3])
 def test_rr_sets_equal_cpu(model, rounds):
     g = pa_graph()
-    for j0 in (0, FINAL_OFFSET):
-        want = engine_sets(CPUEngine(g, model, rounds, 11, cpu()), j0, 20000)
+    for j0 in (0, ESTIMATE_OFFSET):
+        want = engine_sets(CPUSampler(g, model, rounds, 11, cpu()), j0, 20000)
         got = engine_sets(engine(g, model, rounds, 11), j0, 20000, batch=7000)
         same_sets(want, got)
 
 
 @pytest.mark.parametrize("model", ["IC", "LT"])
 def test_rr_sets_equal_cpu_midsize(model):
-    # 200k nodes, ~2M arcs, all 4224 blocks busy, several batches, MRIM too
+    # 200k nodes, ~2M arcs, every warp busy, several batches, MRIM too
     g = pa_graph(200_000, 2_000_000, seed=12)
-    want = engine_sets(CPUEngine(g, model, 1, 3, cpu()), 5, 300_000)
+    want = engine_sets(CPUSampler(g, model, 1, 3, cpu()), 5, 300_000)
     same_sets(want, engine_sets(engine(g, model, 1, 3), 5, 300_000, batch=70_000))
-    want = engine_sets(CPUEngine(g, model, 4, 3, cpu()), 0, 50_000)
+    want = engine_sets(CPUSampler(g, model, 4, 3, cpu()), 0, 50_000)
     same_sets(want, engine_sets(engine(g, model, 4, 3), 0, 50_000))
 
 
 @pytest.mark.parametrize("model", ["IC", "LT"])
 def test_rr_sets_equal_cpu_real_graph(real_graph, model):
-    want = engine_sets(CPUEngine(real_graph, model, 1, 5, cpu()), 0, 50000)
+    want = engine_sets(CPUSampler(real_graph, model, 1, 5, cpu()), 0, 50000)
     got = engine_sets(engine(real_graph, model, 1, 5), 0, 50000)
     same_sets(want, got)
 
@@ -108,17 +114,18 @@ def test_queue_reservoir_and_tier2_paths():
     # frontiers of 6000+ nodes in the 1024-entry shared queue (reservoir offload/reload in every
     # set); a small staging buffer forces tier 2; several block counts
     g = hub_graph(6000, 6000)
-    want = engine_sets(CPUEngine(g, "IC", 1, 2, cpu()), 0, 3000)
+    want = engine_sets(CPUSampler(g, "IC", 1, 2, cpu()), 0, 3000)
     assert np.mean(np.diff(want[0]) >= 6001) > 0.5
-    for kw in ({}, {"stage_cap": 100}, {"blocks": 1}, {"blocks": 7, "stage_cap": 8000}):
+    for kw in ({}, {"stage_cap": 100}, {"warps": 1}, {"warps": 7, "stage_cap": 8000}, {"warps_per_block": 1},
+               {"warps_per_block": 4, "warps": 9}):
         same_sets(want, engine_sets(engine(g, "IC", 1, 2, **kw), 0, 3000))
-    want = engine_sets(CPUEngine(g, "IC", 2, 2, cpu()), 0, 1000)
+    want = engine_sets(CPUSampler(g, "IC", 2, 2, cpu()), 0, 1000)
     same_sets(want, engine_sets(engine(g, "IC", 2, 2, stage_cap=9000), 0, 1000))
 
 
 def test_pool_overflow_retry_gives_the_same_sets():
     g = pa_graph(2000, 12000, seed=5)
-    want = engine_sets(CPUEngine(g, "IC", 1, 4, cpu()), 0, 5000)
+    want = engine_sets(CPUSampler(g, "IC", 1, 4, cpu()), 0, 5000)
     eng = engine(g, "IC", 1, 4)
     eng.pool_factor, eng.pool_slack = 0.05, 0
     got = engine_sets(eng, 0, 5000)
@@ -129,9 +136,9 @@ def test_pool_overflow_retry_gives_the_same_sets():
 def test_full_graph_sets_p1():
     n = 5000
     g = from_arcs(n, np.arange(n), (np.arange(n) + 1) % n, 1.0)  # every RR set is the whole cycle
-    want = engine_sets(CPUEngine(g, "IC", 1, 0, cpu()), 0, 64)
+    want = engine_sets(CPUSampler(g, "IC", 1, 0, cpu()), 0, 64)
     same_sets(want, engine_sets(engine(g, "IC", 1, 0, stage_cap=512), 0, 64))
-    want_lt = engine_sets(CPUEngine(g, "LT", 1, 0, cpu()), 0, 64)  # the walk goes round the cycle too
+    want_lt = engine_sets(CPUSampler(g, "LT", 1, 0, cpu()), 0, 64)  # the walk goes round the cycle too
     assert np.all(np.diff(want_lt[0]) == n)
     same_sets(want_lt, engine_sets(engine(g, "LT", 1, 0, stage_cap=512), 0, 64))
 
@@ -139,12 +146,30 @@ def test_full_graph_sets_p1():
 @pytest.mark.parametrize("rounds,k", [(1, 5), (1, 50), (3, 4)])
 def test_greedy_equal_cpu(rounds, k):
     g = pa_graph(1500, 9000, seed=7)
-    off, el = engine_sets(CPUEngine(g, "IC", rounds, 9, cpu()), 0, 30000)
+    off, el = engine_sets(CPUSampler(g, "IC", rounds, 9, cpu()), 0, 30000)
     a = greedy(g, off, el, k, rounds=rounds, backend="cpu")
     b = greedy(g, off, el, k, rounds=rounds, backend="cuda")
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
     assert a[2] == b[2]
+
+
+@pytest.mark.parametrize("rounds,k", [(1, 50), (3, 4)])
+def test_selection_steps_bound_and_scoring_equal_cpu(rounds, k):
+    g = pa_graph(1500, 9000, seed=7)
+    a_eng, b_eng = make_engine(g, "IC", rounds, 9, cpu()), make_engine(g, "IC", rounds, 9, cuda())
+    a_coll, b_coll = a_eng.collection(0), b_eng.collection(0)
+    a_eng.sample_into(a_coll, 30000, 0.0)
+    b_eng.sample_into(b_coll, 30000, 0.0)
+    want = a_eng.greedy(a_coll, k)
+    sel = b_eng.start(b_coll, k)
+    np.testing.assert_array_equal(cuda().to_host(sel.counts), a_eng.start(a_coll, k).counts)
+    got = stepwise_greedy(sel, k * rounds)
+    np.testing.assert_array_equal(want[0], got[0])
+    np.testing.assert_array_equal(want[1], got[1])
+    assert want[2] == got[2]
+    assert a_eng.coverage_bound(a_coll, k) == b_eng.coverage_bound(b_coll, k)
+    assert a_eng.coverage(a_coll, want[0][:5]) == b_eng.coverage(b_coll, want[0][:5])
 
 
 def test_greedy_ties_gpu():
@@ -160,13 +185,14 @@ def test_whole_imm_equal_cpu(model, rounds):
     g = pa_graph(4000, 30000, seed=8)
     a = imm(g, 10, 0.3, model, rounds=rounds, seed=21, backend="cpu")
     b = imm(g, 10, 0.3, model, rounds=rounds, seed=21, backend="cuda")
-    for key in ("seed_ids", "theta", "lower_bound", "lb_sets", "covered", "estimated_spread", "rr_elements",
-                "marginal_coverage"):
+    for key in ("seed_ids", "theta", "lower_bound", "lb_sets", "lb_iterations", "covered", "selection_spread",
+                "estimated_spread", "estimate_sets", "rr_elements", "marginal_coverage"):
         assert a[key] == b[key], key
-    assert b["backend"]["backend"] == "cuda"
+    assert b["backend"]["backend"] == "cuda" and b["warm_up_seconds"] > 0
 
 
 def test_imm_real_graph_equal_cpu(real_graph):
     a = imm(real_graph, 50, 0.2, "IC", seed=1, backend="cpu")
     b = imm(real_graph, 50, 0.2, "IC", seed=1, backend="cuda")
     assert a["seed_ids"] == b["seed_ids"] and a["theta"] == b["theta"] and a["covered"] == b["covered"]
+    assert a["estimated_spread"] == b["estimated_spread"]

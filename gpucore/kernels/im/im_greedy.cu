@@ -1,10 +1,15 @@
-// im_greedy.cu: gIM's greedy max-cover on the GPU (TPDS 2021, section 3.8, Algorithm 7).
+// im_greedy.cu: greedy max-cover on the GPU through an inverted index (rework of gIM's Algorithm 7,
+// TPDS 2021, section 3.8, which scans every uncovered set for every pick).
 //
-// counts[e] = number of not-yet-covered RR sets holding element e (-1 or less: not selectable).
-// Each greedy step: im_argmax (ties to the lowest id), then im_cover: a warp per RR set looks for
-// the chosen element in every uncovered set and, where found, marks the set covered and
-// decrements the counts of all its members. The host then blocks the chosen element (and, in
-// MRIM, the elements of a round that holds k seeds).
+// State of one selection (host code: gpucore/im/cuda.py):
+//   counts[e]      uncovered RR sets holding element e (e = t * n + u: node u in round t);
+//   inv_ptr/inv_sets  the inverted index: the sets holding e are inv_sets[inv_ptr[e] .. inv_ptr[e+1]);
+//   covered[i]     set i is covered; taken[e]: e was chosen; per_round[t]: seeds chosen in round t;
+//   keys[s]        step s's choice packed as count << 32 | (2^32 - 1 - e) (0: nothing was allowed).
+// A greedy step is im_argmax (writes keys[s]) then im_take (reads keys[s] on the device), so the k
+// steps run back to back without a host round trip; the host reads keys once at the end. A pick
+// costs the length of its element's list plus the sizes of the sets it newly covers: O(total) for
+// the whole greedy instead of O(k * total).
 #include "gc_random.cuh"
 
 #define IM_FULL 0xffffffffu
@@ -16,18 +21,39 @@ extern "C" __global__ void im_count(const int* __restrict__ elements, gc_i64 tot
         atomicAdd(&counts[elements[x]], 1);
 }
 
-// result[0] = max over e with counts[e] >= 0 of (counts[e] << 32 | (0xFFFFFFFF - e)): the largest
-// count, and among equal counts the lowest e. result[0] must be 0 before the launch.
-extern "C" __global__ void im_argmax(const int* __restrict__ counts, gc_i64 universe,
-                                     unsigned long long* __restrict__ result) {
+// Inverted index: a warp per set appends the set's index to the list of each of its elements;
+// fill[e] starts at inv_ptr[e] (the order inside a list is arbitrary and never matters).
+extern "C" __global__ void im_index(const gc_i64* __restrict__ offsets, const int* __restrict__ elements,
+                                    gc_i64 num_sets, unsigned long long* __restrict__ fill,
+                                    int* __restrict__ inv_sets) {
+    const int lane = threadIdx.x & 31;
+    const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
+    for (gc_i64 i = ((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < num_sets; i += warps) {
+        const gc_i64 end = offsets[i + 1];
+        for (gc_i64 x = offsets[i] + lane; x < end; x += 32) {
+            const unsigned long long pos = atomicAdd(&fill[elements[x]], 1ULL);
+            inv_sets[pos] = (int)i;
+        }
+    }
+}
+
+// keys[step] = max over allowed e of (counts[e] << 32 | (2^32 - 1 - e)): the largest count, and among
+// equal counts the lowest e. Allowed: taken[e] == 0 and per_round[e / n] < k. keys[step] must be 0
+// before the launch.
+extern "C" __global__ void im_argmax(const int* __restrict__ counts, const unsigned char* __restrict__ taken,
+                                     const int* __restrict__ per_round, int k, gc_i64 n, gc_i64 rounds,
+                                     unsigned long long* __restrict__ keys, gc_i64 step) {
     __shared__ unsigned long long part[32];
     unsigned long long best = 0ULL;
     const gc_i64 stride = (gc_i64)gridDim.x * blockDim.x;
-    for (gc_i64 e = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; e < universe; e += stride) {
-        const int c = counts[e];
-        if (c >= 0) {
-            const unsigned long long key =
-                ((unsigned long long)(unsigned int)c << 32) | (unsigned long long)(0xFFFFFFFFu - (unsigned int)e);
+    for (gc_i64 t = 0; t < rounds; ++t) {
+        if (per_round[t] >= k) continue;  // a closed round (MRIM): the same for every thread
+        const gc_i64 base = t * n;
+        for (gc_i64 u = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; u < n; u += stride) {
+            const gc_i64 e = base + u;
+            if (taken[e]) continue;
+            const unsigned long long key = ((unsigned long long)(unsigned int)counts[e] << 32) |
+                                           (unsigned long long)(0xFFFFFFFFu - (unsigned int)e);
             best = key > best ? key : best;
         }
     }
@@ -45,34 +71,62 @@ extern "C" __global__ void im_argmax(const int* __restrict__ counts, gc_i64 univ
             const unsigned long long o = __shfl_down_sync(IM_FULL, best, d);
             best = o > best ? o : best;
         }
-        if (lane == 0 && best) atomicMax(result, best);
+        if (lane == 0 && best) atomicMax(&keys[step], best);
     }
 }
 
-// A warp per set (grid-stride): uncovered sets holding `chosen` become covered; their members'
-// counts drop by one. newly[0] counts the sets covered by this call.
-extern "C" __global__ void im_cover(const gc_i64* __restrict__ offsets, const int* __restrict__ elements,
-                                    gc_i64 num_sets, int chosen, unsigned char* __restrict__ covered,
-                                    int* __restrict__ counts, unsigned long long* __restrict__ newly) {
+// Takes the element of keys[step]: marks it taken, counts it in its round, and covers the uncovered
+// sets of its list (a warp per set; their members' counts drop by one). newly[0] += sets covered.
+// A set lists an element once, so no two warps of one launch hold the same set.
+extern "C" __global__ void im_take(const gc_i64* __restrict__ inv_ptr, const int* __restrict__ inv_sets,
+                                   const gc_i64* __restrict__ offsets, const int* __restrict__ elements,
+                                   const unsigned long long* __restrict__ keys, gc_i64 step, gc_i64 n,
+                                   unsigned char* __restrict__ covered, int* __restrict__ counts,
+                                   unsigned char* __restrict__ taken, int* __restrict__ per_round,
+                                   unsigned long long* __restrict__ newly) {
+    const unsigned long long key = keys[step];
+    if (key == 0ULL) return;  // nothing was allowed: the host reports it
+    const gc_i64 e = (gc_i64)(0xFFFFFFFFu - (unsigned int)(key & 0xFFFFFFFFULL));
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        taken[e] = 1;
+        per_round[e / n] += 1;
+    }
     const int lane = threadIdx.x & 31;
     const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
+    const gc_i64 end = inv_ptr[e + 1];
+    unsigned long long mine = 0ULL;
+    for (gc_i64 q = inv_ptr[e] + (((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5); q < end; q += warps) {
+        const int i = inv_sets[q];
+        const bool done = covered[i] != 0;
+        __syncwarp();  // every lane has read the flag before lane 0 may set it
+        if (done) continue;
+        const gc_i64 stop = offsets[i + 1];
+        for (gc_i64 x = offsets[i] + lane; x < stop; x += 32) atomicSub(&counts[elements[x]], 1);
+        if (lane == 0) {
+            covered[i] = 1;
+            mine += 1ULL;
+        }
+    }
+    if (lane == 0 && mine) atomicAdd(newly, mine);
+}
+
+// hits[0] += the sets holding at least one marked element (mark[e] != 0): a warp per set. Scores
+// seeds on sets that did not choose them (the spread estimate of gpucore/im/driver.py).
+extern "C" __global__ void im_hits(const gc_i64* __restrict__ offsets, const int* __restrict__ elements,
+                                   gc_i64 num_sets, const unsigned char* __restrict__ mark,
+                                   unsigned long long* __restrict__ hits) {
+    const int lane = threadIdx.x & 31;
+    const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
+    unsigned long long mine = 0ULL;
     for (gc_i64 i = ((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < num_sets; i += warps) {
-        if (covered[i]) continue;  // same value for the whole warp
-        const gc_i64 beg = offsets[i], end = offsets[i + 1];
-        bool found = false;
-        for (gc_i64 base = beg; base < end; base += 32) {
+        const gc_i64 end = offsets[i + 1];
+        for (gc_i64 base = offsets[i]; base < end; base += 32) {
             const gc_i64 x = base + lane;
-            const bool hit = (x < end) && (elements[x] == chosen);
-            if (__any_sync(IM_FULL, hit)) {
-                found = true;
+            if (__any_sync(IM_FULL, x < end && mark[elements[x]] != 0)) {
+                mine += 1ULL;
                 break;
             }
         }
-        if (!found) continue;
-        if (lane == 0) {
-            covered[i] = 1;
-            atomicAdd(newly, 1ULL);
-        }
-        for (gc_i64 x = beg + lane; x < end; x += 32) atomicSub(&counts[elements[x]], 1);
     }
+    if (lane == 0 && mine) atomicAdd(hits, mine);
 }

@@ -1,7 +1,10 @@
 // im_sample.cu: gIM's RR-set sampler (Shahrouz et al., TPDS 2021, sections 3.2-3.7), keyed.
 //
-// One warp (32 threads) per block; N_b persistent blocks take set indices from an atomic counter
-// until `count` sets are done. A block builds one RR set at a time:
+// Workers are warps (gIM's one-warp blocks, packed IM_WARPS to a block so that more of them are
+// resident per SM: gIM's one-warp blocks stop at the 32-blocks-per-SM limit, half of an H100's
+// warp slots); `workers` persistent warps take set indices from an atomic counter until `count`
+// sets are done, each with its own shared-memory queue, bitmap, staging buffer and reservoir, and
+// no synchronisation between the warps of a block. A worker builds one RR set at a time:
 //   - visited marks: 1 bit per node in the block's own bitmap; a node is enqueued only by the lane
 //     whose atomicOr returned the OLD word without its bit (so never twice); after each round the
 //     words of that round's members are cleared (nothing else is ever set);
@@ -18,7 +21,9 @@
 //     order of j afterwards (im_compact below);
 //   - a set larger than the staging buffer is abandoned (its marks cleared) and its j appended to
 //     `deferred`; the host re-runs those with a staging buffer of T * n (tier 2, fewer blocks);
-//   - if the pool would overflow, flags[0] is set and the host retries the batch with a larger pool.
+//   - if the pool would overflow, counters[4] is set and the host retries the batch with a larger pool.
+// counters (host-zeroed): [0] next set index, [1] pool tail, [2] deferred sets, [3] sets finished,
+// [4] pool overflow; the host reads all five with one copy per batch.
 // Keys (docs/im.md): root = mix(seed, ROOT, j, 0, 0) mod n; round t uses s = j * T + t;
 // IC coin of arc e = bernoulli(step(mix(seed, COIN, s), e), p); LT r = mix(seed, LT_CHOICE, s, v, 0) >> 24.
 #include "gc_random.cuh"
@@ -26,7 +31,11 @@
 #ifndef IM_QS
 #define IM_QS 1024
 #endif
+#ifndef IM_WARPS
+#define IM_WARPS 1
+#endif
 static_assert(IM_QS >= 64 && (IM_QS & (IM_QS - 1)) == 0, "IM_QS must be a power of two >= 64");
+static_assert(IM_WARPS >= 1 && IM_WARPS <= 32, "IM_WARPS: 1 .. 32 warps per block");
 
 #define IM_FULL 0xffffffffu
 #define IM_QMASK (IM_QS - 1)
@@ -38,7 +47,7 @@ __device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const in
                                   const gc_i64* __restrict__ qcum, int lt, gc_i64 n, gc_u64 seed, gc_i64 rounds,
                                   gc_i64 j, unsigned int* __restrict__ bm, int* __restrict__ stage, gc_i64 stage_cap,
                                   int* __restrict__ res, gc_i64 res_cap, int* q) {
-    const int lane = threadIdx.x;
+    const int lane = threadIdx.x & 31;
     const int root = (int)gc_index_below(gc_mix5(seed, GC_STREAM_ROOT, (gc_u64)j, 0ULL, 0ULL), (gc_u64)n);
     gc_i64 size = 0;
     bool failed = false;
@@ -163,29 +172,33 @@ __device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const in
     return failed ? -1 : size;
 }
 
-// Generates sets (j_begin + i) for i < count (use_list = 0), or j_list[i] (use_list = 1).
+// Generates sets (j_begin + i) for i < count (use_list = 0), or j_list[i] (use_list = 1), with
+// `workers` warps (blockDim.x = 32 * IM_WARPS; the warps past `workers` in the last block leave).
 extern "C" __global__ void im_sample(const gc_i64* __restrict__ in_indptr, const int* __restrict__ in_src,
                                      const int* __restrict__ in_eid, const float* __restrict__ in_prob,
                                      const gc_i64* __restrict__ qcum, int lt, gc_i64 n, gc_u64 seed, gc_i64 rounds,
                                      gc_i64 j_begin, gc_i64 count, int use_list, const gc_i64* __restrict__ j_list,
-                                     gc_u64* __restrict__ next, unsigned int* __restrict__ bitmaps, gc_i64 words,
+                                     gc_i64 workers, unsigned int* __restrict__ bitmaps, gc_i64 words,
                                      int* __restrict__ stages, gc_i64 stage_cap, int* __restrict__ reservoirs,
                                      gc_i64 res_cap, int* __restrict__ pool, gc_i64 pool_cap,
-                                     gc_u64* __restrict__ pool_tail, gc_i64* __restrict__ set_start,
-                                     int* __restrict__ set_size, gc_i64* __restrict__ deferred,
-                                     gc_u64* __restrict__ n_deferred, int* __restrict__ flags) {
-    __shared__ int q[IM_QS];
-    const int lane = threadIdx.x;
-    if (blockDim.x != 32) return;  // the design is one warp per block
-    unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * words;
-    int* stage = stages + (gc_i64)blockIdx.x * stage_cap;
-    int* res = reservoirs + (gc_i64)blockIdx.x * res_cap;
+                                     gc_i64* __restrict__ set_start, int* __restrict__ set_size,
+                                     gc_i64* __restrict__ deferred, gc_u64* __restrict__ counters) {
+    __shared__ int queues[IM_WARPS][IM_QS];
+    if (blockDim.x != 32 * IM_WARPS) return;  // the launch must match the compiled block shape
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const gc_i64 worker = (gc_i64)blockIdx.x * IM_WARPS + warp;
+    if (worker >= workers) return;  // the whole warp leaves together
+    int* q = queues[warp];
+    unsigned int* bm = bitmaps + worker * words;
+    int* stage = stages + worker * stage_cap;
+    int* res = reservoirs + worker * res_cap;
+    gc_u64 finished = 0;
     while (true) {
         gc_u64 idx = 0;
         int stop = 0;
         if (lane == 0) {
-            idx = atomicAdd(next, 1ULL);
-            stop = *((volatile int*)flags);
+            idx = atomicAdd(&counters[0], 1ULL);
+            stop = *((volatile gc_u64*)&counters[4]) != 0ULL;
         }
         idx = __shfl_sync(IM_FULL, idx, 0);
         stop = __shfl_sync(IM_FULL, stop, 0);
@@ -196,14 +209,14 @@ extern "C" __global__ void im_sample(const gc_i64* __restrict__ in_indptr, const
             im_build_set(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, j, bm, stage, stage_cap, res,
                          res_cap, q);
         if (size < 0) {
-            if (lane == 0) deferred[atomicAdd(n_deferred, 1ULL)] = j;
+            if (lane == 0) deferred[atomicAdd(&counters[2], 1ULL)] = j;
             continue;
         }
         gc_u64 start = 0;
-        if (lane == 0) start = atomicAdd(pool_tail, (gc_u64)size);
+        if (lane == 0) start = atomicAdd(&counters[1], (gc_u64)size);
         start = __shfl_sync(IM_FULL, start, 0);
         if (start + (gc_u64)size > (gc_u64)pool_cap) {
-            if (lane == 0) atomicExch(flags, 1);
+            if (lane == 0) atomicExch(&counters[4], 1ULL);
             break;
         }
         for (gc_i64 x = lane; x < size; x += 32) pool[start + x] = stage[x];
@@ -211,8 +224,10 @@ extern "C" __global__ void im_sample(const gc_i64* __restrict__ in_indptr, const
             set_start[rel] = (gc_i64)start;
             set_size[rel] = (int)size;
         }
+        finished += 1;
         __syncwarp();
     }
+    if (lane == 0 && finished) atomicAdd(&counters[3], finished);
 }
 
 // out[dst[i] .. dst[i] + size[i]) = pool[start[i] ..): the sets in order of j (a warp per set).

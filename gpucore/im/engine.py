@@ -1,0 +1,170 @@
+"""IM's engine contract: a *sampler* fills collections of RR sets, a *selector* runs greedy max-cover.
+
+An engine is one sampler and one selector on one backend (``make_engine``). The IMM driver
+(``gpucore.im.driver``) only talks to these methods, so samplers are interchangeable: same keys,
+same sets, same seeds.
+
+Sampler contract (``gim``: ``CPUSampler`` / ``CUDASampler``; ``fused``: ``gpucore.im.fused``)
+------------------------------------------------------------------------------------------------
+Attributes ``n``, ``rounds``, ``backend``, ``name``.
+
+``collection(j_begin) -> RRCollection``
+    An empty collection on the sampler's backend whose first set will be set ``j_begin``.
+``sample_into(coll, count, mean_hint)``
+    Append sets ``j = coll.j_end, ..., coll.j_end + count - 1`` to ``coll``, in order of j.
+    Set j is a pure function of (run seed, j, graph, model, rounds) under the key scheme of
+    ``gpucore.im.rrsets`` (root, IC coins, LT choices): two samplers, backends, batchings or
+    thread counts give the same set for the same j (the order of elements inside a set may
+    differ). ``mean_hint`` is the mean set size seen so far (0.0 when unknown): a sizing hint only.
+``synchronize()``
+    Wait until the appended sets are in place (device work done).
+
+Selector contract (``CPUSelector`` / ``CUDASelector``)
+------------------------------------------------------
+``greedy(coll, k) -> (chosen, gains, covered)``
+    Greedy max-cover with k seeds per round (k * rounds steps): each step takes the element of
+    largest marginal coverage among the allowed ones, ties to the lowest id; ``chosen`` and
+    ``gains`` are host int64 arrays in the order of choice, ``covered`` the sets covered (an int).
+    An element is allowed when not yet chosen and its round holds fewer than k seeds (MRIM).
+``start(coll, k) -> Selection``
+    The same greedy one step at a time, for selections spread over several collections (ranks):
+    ``Selection.counts`` is the backend array (int32, length n * rounds) of uncovered sets of this
+    collection holding each element; ``Selection.argmax(counts)`` -> (element, gain): the allowed
+    element of largest ``counts`` (any array of that shape, e.g. the sum of every rank's counts),
+    ties to the lowest id; ``Selection.cover(element)`` -> the sets of this collection the element
+    newly covers (their members' counts drop; the element becomes chosen; its round is closed once
+    it holds k); ``Selection.covered`` -> sets covered so far. ``stepwise_greedy`` below is the
+    whole greedy on that interface; ``greedy`` is its fast path (identical results).
+``coverage(coll, elements) -> int``
+    The sets of ``coll`` holding at least one of ``elements`` (scoring seeds on other sets).
+``coverage_bound(coll, k) -> int``
+    An upper bound on the sets any feasible seed set covers (the greedy's included): the sum over
+    rounds of the k largest counts (``top_k_sum``); the lower-bound search skips a greedy it
+    shows cannot pass.
+
+The sampler registry names implementations by module, imported on first use, so the project works
+without the optional ones: ``SAMPLERS[name] = (module, factory)``; the factory is called as
+``factory(graph, model, rounds, seed, backend, **options)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from gpucore.errors import GpucoreError
+
+#: sampler name -> (module, factory name); the factory builds the sampler for a backend
+SAMPLERS = {
+    "gim": ("gpucore.im.engine", "gim_sampler"),
+    "fused": ("gpucore.im.fused", "make_sampler"),
+}
+
+
+def gim_sampler(graph, model: str, rounds: int, seed: int, backend, **options):
+    """gIM's sampler (Shahrouz et al., TPDS 2021, sections 3.2-3.7) on the CPU or one GPU."""
+    if backend.is_cuda:
+        from gpucore.im.cuda import CUDASampler
+
+        return CUDASampler(graph, model, rounds, seed, backend, **options)
+    from gpucore.im.cpu import CPUSampler
+
+    return CPUSampler(graph, model, rounds, seed, backend, **options)
+
+
+def make_sampler(graph, model: str, rounds: int, seed: int, backend, sampler: str = "gim", **options):
+    """The sampler called ``sampler`` (``SAMPLERS``) for ``backend``."""
+    if sampler not in SAMPLERS:
+        raise GpucoreError(f"--sampler {sampler!r}: choose one of {', '.join(SAMPLERS)}")
+    module, factory = SAMPLERS[sampler]
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        if exc.name is not None and module.startswith(exc.name):
+            raise GpucoreError(f"--sampler {sampler}: not available in this installation ({module} is missing)") from None
+        raise
+    return getattr(mod, factory)(graph, model, rounds, seed, backend, **options)
+
+
+def make_selector(n: int, rounds: int, backend):
+    """The greedy max-cover selector of ``backend`` for elements ``t * n + u``."""
+    if backend.is_cuda:
+        from gpucore.im.cuda import CUDASelector
+
+        return CUDASelector(n, rounds, backend)
+    from gpucore.im.cpu import CPUSelector
+
+    return CPUSelector(n, rounds, backend)
+
+
+class Engine:
+    """One sampler and one selector on one backend: the sampler's methods plus ``greedy``/``start``."""
+
+    def __init__(self, sampler, selector):
+        self.sampler = sampler
+        self.selector = selector
+        self.backend = sampler.backend
+        self.n = int(sampler.n)
+        self.rounds = int(sampler.rounds)
+        self.name = f"{sampler.name}+{selector.name}"
+
+    def collection(self, j_begin: int):
+        return self.sampler.collection(j_begin)
+
+    def sample_into(self, coll, count: int, mean_hint: float) -> None:
+        self.sampler.sample_into(coll, count, mean_hint)
+
+    def synchronize(self) -> None:
+        self.sampler.synchronize()
+
+    def greedy(self, coll, k: int):
+        return self.selector.greedy(coll, k)
+
+    def start(self, coll, k: int):
+        return self.selector.start(coll, k)
+
+    def coverage(self, coll, elements) -> int:
+        return self.selector.coverage(coll, elements)
+
+    def coverage_bound(self, coll, k: int) -> int:
+        return self.selector.coverage_bound(coll, k)
+
+    def warm_up(self, sets: int = 64) -> None:
+        """Run every code path of a solve once on a few throw-away sets, so that compiling and loading
+        kernels (Numba, CuPy's own kernels, first allocations) happens before the timed phases."""
+        coll = self.collection(0)
+        self.sample_into(coll, sets, 0.0)
+        self.sample_into(coll, sets, coll.mean_size)  # appending to a non-empty collection
+        self.greedy(coll, 1)
+        self.coverage(coll, [0])
+        coll.release()
+        self.synchronize()
+
+
+def make_engine(graph, model: str, rounds: int, seed: int, backend, sampler: str = "gim", **sampler_options) -> Engine:
+    """The engine of ``backend`` with the named sampler (``SAMPLERS``) and the backend's selector."""
+    return Engine(make_sampler(graph, model, rounds, seed, backend, sampler, **sampler_options),
+                  make_selector(graph.n, rounds, backend))
+
+
+def top_k_sum(xp, counts, n: int, rounds: int, k: int) -> int:
+    """Sum over rounds of the k largest of ``counts`` (length n * rounds) in that round: k seeds per
+    round cover at most that many sets, however they overlap."""
+    per_round = xp.sort(counts.reshape(rounds, n), axis=1)[:, n - k:]
+    return int(per_round.sum(dtype=np.int64))
+
+
+def stepwise_greedy(selection, steps: int, combine=None):
+    """Greedy max-cover through the ``Selection`` interface: (chosen, gains, covered of this collection).
+
+    ``combine(counts) -> counts`` turns this collection's counts into the ones the argmax sees (a
+    distributed run sums every rank's: one collective per step); ``None`` keeps them.
+    """
+    chosen = np.empty(steps, dtype=np.int64)
+    gains = np.empty(steps, dtype=np.int64)
+    for it in range(steps):
+        counts = selection.counts if combine is None else combine(selection.counts)
+        chosen[it], gains[it] = selection.argmax(counts)
+        selection.cover(int(chosen[it]))
+    return chosen, gains, selection.covered
