@@ -37,8 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
+    try:  # the option parsers of gpucore.commands.common raise GpucoreError: one line, exit 2
+        args = parser.parse_args(argv)
         return int(args._run(args) or 0)
     except GpucoreError as exc:
         print(f"gpucore: error: {exc}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """Quality (issue 7, item 7): the oracle spread of IMM's seeds against a CELF greedy with Monte-Carlo.
 
-On the real graphs of ``../shared/data`` small enough for CELF in CI (wiki-Vote, NetHEPT, ca-GrQc,
+On the real SNAP graphs (the ``shared_data`` fixture) small enough for CELF in CI (wiki-Vote, NetHEPT, ca-GrQc,
 email-Eu-core; WC weights), IMM's seeds must reach 0.98x CELF's spread: the upper end of the 95% CI
 of our oracle spread (10,000 runs) must be at least 0.98 times the oracle mean of CELF's seeds.
 With both estimates from 10,000 runs the false-alarm rate is far below 1% when IMM is as good as
@@ -13,8 +13,8 @@ import pytest
 
 from gpucore.graph import load_graph, preprocess
 from gpucore.im import imm
-from gpucore.im.reference import celf
-from gpucore.oracle import spread
+from gpucore.oracle import spread, verify_result
+from tests.im_reference import celf
 
 CASES = [
     ("wiki-Vote.txt.gz", "IC", 20, 200),
@@ -54,12 +54,10 @@ def test_imm_reaches_098_of_celf(graphs, name, model, k, worlds):
 
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3), ("LT", 2)])
 def test_oracle_verification_10000_runs(graphs, model, rounds):
-    """The result check of `gpucore im --verify 10000`: estimate within the oracle's CI widened by 10%."""
-    from gpucore.im.verify import verify_result
-
+    """The result check of `gpucore im --verify 10000` (the oracle's ``verify_result``): estimate within the oracle's CI widened by 10%."""
     g = graphs("nethept.txt.gz")
     res = imm(g, 10, 0.2, model, rounds=rounds, seed=2, backend="cpu")
-    report = verify_result(g, res, runs=10000, seed=4, backend="cpu")
+    report = verify_result(res, g, runs=10000, seed=4, backend="cpu")
     assert report["passed"], report["failures"]
     assert report["runs"] == 10000
     assert report["ci"][0] <= report["mean"] <= report["ci"][1]

@@ -15,10 +15,10 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from gpucore.amcss.backends import make_primitives
 from gpucore.amcss.bounds import round_bounds
-from gpucore.amcss.layout import MemoryBudget
-from gpucore.amcss.primitives import Primitives, load_primitives
-from gpucore.backend import available_ram, get_backend
+from gpucore.amcss.primitives import Primitives
+from gpucore.backend import get_backend
 from gpucore.errors import GpucoreError
 from gpucore.graph.costs import check_costs
 from gpucore.graph.model import Graph
@@ -27,8 +27,6 @@ from gpucore.random import Stream, mix_py, world_seed_of
 
 MODELS = ("IC", "LT")
 PHASES = ("generate", "update", "select", "diffuse", "discover")
-#: share of the available RAM used as the default memory budget
-DEFAULT_BUDGET_SHARE = 0.8
 #: MERIT regenerates a round whose collection is at least this polluted (see run_realization)
 POLLUTION_LIMIT = 0.9
 
@@ -66,29 +64,6 @@ def validate(graph: Graph, model: str, eta, batch, eps, realizations) -> None:
     if cost is None or np.asarray(cost).shape != (graph.n,):
         raise GpucoreError(f"{graph.path}: the graph has no seed cost for every vertex (re-run preprocess with --cost)")
     check_costs(np.asarray(cost), f"{graph.path}: seed costs")
-
-
-def make_primitives(graph: Graph, model: str, backend: str = "cpu", threads: int | None = None,
-                    memory_budget: int | None = None, segments: int | None = None,
-                    beta: int | None = None) -> Primitives:
-    """The backend's primitives for (graph, model) under a memory budget (bytes; default from RAM).
-    ``beta``: the CUDA backend's Update load-balancing groups (default: per round from the roots per
-    set, ``cuda.auto_beta``); the CPU ignores it."""
-    be = get_backend(backend)
-    if backend == "auto" and be.is_cuda:
-        try:
-            load_primitives("cuda")
-        except GpucoreError:  # no CUDA primitives in this build yet: auto means "best available"
-            be = get_backend("cpu")
-    if memory_budget is None:
-        memory_budget = int(be.free_memory() * DEFAULT_BUDGET_SHARE) if be.is_cuda else int(
-            available_ram() * DEFAULT_BUDGET_SHARE)
-    if memory_budget <= 0:
-        raise GpucoreError(f"--memory-budget {memory_budget}: must be positive")
-    budget = MemoryBudget(memory_budget, what=f"amcss on {graph.path}")
-    cls = load_primitives(be.name)
-    extra = {"beta": beta} if be.name == "cuda" else {}
-    return cls(graph, model, budget=budget, threads=threads, segments=segments, **extra)
 
 
 def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch: int, eps: float,

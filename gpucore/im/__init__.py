@@ -7,8 +7,8 @@ Entry points::
     result = imm(graph, k=10, epsilon=0.1, model="IC", rounds=5)          # multi-round IM (CR-NAIMM)
 
 Lower-level pieces: ``gpucore.im.theory`` (IMM's formulas), ``gpucore.im.sampling`` (RR sets of
-given keys on a backend), ``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two engines),
-``gpucore.im.reference`` (CELF greedy with Monte-Carlo, for quality tests on small graphs).
+given keys on a backend), ``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two engines). Results are
+checked by the oracle (``gpucore.oracle.verify_result``), which no solver imports.
 """
 
 from gpucore.im.driver import MODELS, imm

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -32,6 +31,7 @@ from gpucore.oracle.checks import (
     check_u64,
 )
 from gpucore.oracle.cpu import WorldState, choose_chunks, counts_cpu, oracle_world_seeds
+from gpucore.timing import Phases
 
 __all__ = [
     "ReplayResult",
@@ -173,6 +173,14 @@ def mc_world_seeds(seed: int, runs: int, start: int = 0) -> np.ndarray:
     return oracle_world_seeds(np.uint64(seed), np.int64(start), np.int64(runs))
 
 
+def spread_statistics(counts: np.ndarray, confidence: float) -> tuple[float, float, float, float]:
+    """(mean, stderr, ci_low, ci_high) of per-run counts: sample std / sqrt(runs), two-sided normal CI."""
+    mean = float(counts.mean())
+    stderr = float(counts.std(ddof=1) / math.sqrt(counts.size))
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    return mean, stderr, mean - z * stderr, mean + z * stderr
+
+
 def _model_arrays(graph, model: str):
     """(out_indptr, out_dst, out-CSR weights) of ``model`` (LT weights rescaled where in-sums exceed 1)."""
     weights = graph.edge_probabilities(model)[1]
@@ -278,15 +286,13 @@ def spread(graph, seeds, model: str = "IC", runs: int = 10000, seed: int = 0, *,
     seed = check_u64(seed, "seed")
     confidence = check_confidence(confidence)
     worlds = mc_world_seeds(seed, runs)
-    t0 = time.perf_counter()
-    counts, _, name = _counts(graph, seeds, model, worlds, backend, threads=threads, gpu_variant=gpu_variant)
-    seconds = time.perf_counter() - t0
-    mean = float(counts.mean())
-    stderr = float(counts.std(ddof=1) / math.sqrt(runs))
-    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    return SpreadResult(model=model, mean=mean, stderr=stderr, ci_low=mean - z * stderr, ci_high=mean + z * stderr,
-                        confidence=confidence, runs=runs, seed=seed, num_seeds=int(seeds.size), backend=name,
-                        seconds=seconds, counts=counts)
+    timer = Phases(("simulate",))
+    with timer.phase("simulate"):
+        counts, _, name = _counts(graph, seeds, model, worlds, backend, threads=threads, gpu_variant=gpu_variant)
+    mean, stderr, low, high = spread_statistics(counts, confidence)
+    return SpreadResult(model=model, mean=mean, stderr=stderr, ci_low=low, ci_high=high, confidence=confidence,
+                        runs=runs, seed=seed, num_seeds=int(seeds.size), backend=name, seconds=timer.total,
+                        counts=counts)
 
 
 def simulate_worlds(graph, seeds, model: str, world_seeds, *, backend="cpu",
