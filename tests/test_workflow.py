@@ -224,13 +224,20 @@ def test_paper_configs_validate_and_plan(tmp_path, configfiles):
     files = configfiles.split()
     if not all((wd / f).exists() for f in files):
         pytest.skip(f"{configfiles} not present")
-    proc = snakemake(wd, "-n", "--cores", "16", "--configfile", *files)
+    proc = snakemake(wd, "-n", "-p", "--cores", "16", "--configfile", *files)
     counts = job_counts(proc.stdout)
     config = yaml.safe_load((wd / files[-1]).read_text())
     cells = sum(len(e.get("eta", e.get("k", []))) * len(e["algorithms"]) for e in config["experiments"])
     assert counts.get("solve_amcss", 0) + counts.get("solve_im", 0) == cells
     assert counts.get("verify") == cells
     assert "generate" not in counts  # paper configs use real graphs only
+    # an algorithm's own threads (PASTI-16, the 1-thread IMM baseline) reach its solves; others take --cores
+    fixed = {name: a["threads"] for name, a in (config.get("algorithms") or {}).items() if "threads" in a}
+    assert fixed, "each paper config fixes the threads of its CPU baseline"
+    for name, threads in fixed.items():
+        commands = [line for line in proc.stdout.splitlines()
+                    if f"/{name}/" in line and ("gpucore amcss " in line or "gpucore im " in line)]
+        assert commands and all(f"--threads {threads} " in line for line in commands), name
 
 
 def test_merit_config_matches_the_paper(tmp_path):
@@ -305,7 +312,6 @@ def test_shared_graphs_through_http_mirror(shared_data, http_mirror, tmp_path):
     config = {
         "mirror": url + "/",
         "realizations": 1,
-        "threads": 1,
         "verify": {"runs": 300},
         "experiments": [
             {"kind": "amcss", "dataset": k, "model": "IC", "batch": 16, "eta": [50], "algorithms": ["merit"]}
