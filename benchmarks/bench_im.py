@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark of issue 7, item 9: gIM-style IMM on the GPU vs our CPU IMM (1 and 16 threads), same run.
 
-    python3 benchmarks/bench_im.py OUT --shared-data .shared_data [--graphs epinions,pokec,livejournal]
+    python3 benchmarks/bench_im.py OUT --data .shared_data [--graphs epinions,pokec,livejournal]
         [--modes gpu,cpu16,cpu1] [--budget 540] [--eps 0.05] [--k 50] [--model IC] [--mrim]
 
-Graphs (WC weights, as gIM's Table 2): soc-Epinions1 from the shared data folder, and preferential-
+Graphs (WC weights, as gIM's Table 2): soc-Epinions1 from the ``--data`` folder, and preferential-
 attachment graphs of soc-Pokec's size (1,632,803 nodes / 30,622,564 arcs drawn) and
 soc-LiveJournal1's size (4,847,571 / 68,993,773), made with ``gpucore generate pa`` and cached in
 --cache (default /tmp/gpucore-bench-graphs, shared with the other benchmarks). Every cell runs IMM with the same run seed on each
@@ -69,7 +69,8 @@ def run_cell(graph, backend: str, threads: int | None, args, rounds: int = 1, k:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output folder (bench_im.json, bench_im.md)")
-    p.add_argument("--shared-data", default=None, help="folder with soc-Epinions1.txt.gz (../shared/data/snap copy)")
+    p.add_argument("--data", default=None,
+                   help="folder with soc-Epinions1.txt.gz (the reference mirror of config/reference-gpu.yaml)")
     p.add_argument("--graphs", default="epinions,pokec,livejournal")
     p.add_argument("--modes", default="gpu,cpu16,cpu1")
     p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole run (CPU cells beyond it are skipped)")
@@ -103,7 +104,7 @@ def main(argv=None) -> int:
                        "cpu_threads": args.cpu_threads, "repeats": args.repeats, "budget": args.budget},
         "cells": [],
     }
-    shared = Path(args.shared_data) if args.shared_data else None
+    shared = Path(args.data) if args.data else None
 
     # warm-up: compile Numba and the kernels once, outside every timed cell
     tiny = from_arcs(64, list(range(63)), list(range(1, 64)), 0.5)

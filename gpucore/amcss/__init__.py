@@ -1,6 +1,7 @@
 """Adaptive minimum-cost seed selection: MERIT (Algorithm 1 with Update) and PASTI / ASTI / GAMCSS.
 
-Spec: ``../shared/specs/amcss-merit.md``; user docs: ``docs/amcss.md``.
+Paper: [MERIT] Sections 2-3 (keys of ``docs/references.md``); user docs: ``docs/amcss.md``,
+``docs/amcss-gpu.md``; where this package departs from the paper, ``docs/amcss.md`` says why.
 
 Use::
 
