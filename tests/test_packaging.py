@@ -39,3 +39,20 @@ def test_python_version_and_test_tools():
     assert project["requires-python"] == ">=3.11"  # Snakemake 8 needs 3.11
     test_extra = " ".join(project["optional-dependencies"]["test"])
     assert "pytest" in test_extra and "snakefmt" in test_extra
+
+
+def test_conda_environment_installs_the_checkout():
+    import yaml
+
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert env["channels"] == ["conda-forge"]
+    deps = [d for d in env["dependencies"] if isinstance(d, str)]
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "python>=3.11" in deps and "pip" in deps and any(d.startswith("snakemake") for d in deps)
+    assert pip == ["-e ."]
+    text = (ROOT / "environment.yml").read_text()
+    assert "cupy" in text  # the optional CUDA section, commented
+    readme = (ROOT / "README.md").read_text()
+    assert "conda env create -f environment.yml" in readme and "pip install -e ." in readme
+    rules_env = yaml.safe_load((ROOT / "workflow" / "envs" / "gpucore.yaml").read_text())
+    assert "python>=3.11" in rules_env["dependencies"]
