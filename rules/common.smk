@@ -144,6 +144,8 @@ def _check_experiments():
             command = algorithm(alg)["command"]
             if command != exp["kind"]:
                 raise WorkflowError(f"{where}: algorithm {alg!r} runs `gpucore {command}`, not a {exp['kind']} cell")
+            if algorithm(alg).get("rounds", 1) > 1 and command != "im":
+                raise WorkflowError(f"config algorithms.{alg}.rounds: only an im algorithm has rounds")
             key = (exp["kind"], exp["dataset"], exp["model"], alg)
             if key in seen:
                 raise WorkflowError(
@@ -195,6 +197,8 @@ def cell_args(kind, wildcards):
         args.append(f"--realizations {exp.get('realizations', config['realizations'])}")
         if not alg.get("update", True):
             args.append("--no-update")
+    elif alg.get("rounds", 1) > 1:
+        args.append(f"--rounds {alg['rounds']}")
     args.append(f"--backend {algorithm_backend(wildcards.algorithm)}")
     if alg.get("options"):
         args.append(alg["options"])

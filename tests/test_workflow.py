@@ -159,6 +159,18 @@ def test_default_end_to_end(default_run):
             float(row["total_cost"]) / sidecars[row["dataset"]]["cost_scale"], rel=1e-9)
     im_rows = read_csv(tables / "im_summary.csv")
     assert len(im_rows) == n_im and all(r["verified"] == "True" for r in im_rows)
+    # a multi-round IM cell (rounds > 1) passes its verify rule: the oracle's multi-round check
+    multi = [(e, alg) for e in im for alg in e["algorithms"] if config["algorithms"][alg].get("rounds", 1) > 1]
+    assert multi, "the default config has a multi-round IM cell"
+    for e, alg in multi:
+        for k in e["k"]:
+            cell = wd / f"results/cells/{e['dataset']}/{e['model']}/{alg}/k{k}"
+            result = json.loads(cell.with_suffix(".json").read_text())
+            verify = json.loads((cell.parent / f"k{k}.verify.json").read_text())
+            rounds = config["algorithms"][alg]["rounds"]
+            assert result["rounds"] == rounds and [len(s) for s in result["seed_ids"]] == [k] * rounds
+            assert verify["passed"] is True and verify["checked"] == "mrim" and verify["rounds"] == rounds
+    assert {r["rounds"] for r in im_rows} == {"1", str(config["algorithms"][multi[0][1]]["rounds"])}
     assert "\\begin{tabular}" in (tables / "amcss_summary.tex").read_text()
     assert (tables / "amcss_summary.md").read_text().count("\n| ") == n_amcss + 1
 
@@ -281,6 +293,9 @@ def test_unknown_dataset_and_wrong_algorithm_kind(tmp_path):
         {"kind": "im", "dataset": "pa2k", "model": "IC", "k": [5], "algorithms": ["merit"]}]})
     proc = snakemake(wd, "-n", "--configfile", bad, check=False)
     assert proc.returncode != 0 and "algorithm 'merit' runs `gpucore amcss`, not a im cell" in proc.stdout + proc.stderr
+    bad = write_yaml(tmp_path / "bad3.yaml", {"algorithms": {"pasti": {"command": "amcss", "update": False, "rounds": 3}}})
+    proc = snakemake(wd, "-n", "--configfile", bad, check=False)
+    assert proc.returncode != 0 and "algorithms.pasti.rounds: only an im algorithm has rounds" in proc.stdout + proc.stderr
 
 
 # ---------------------------------------------------------------------------------------------

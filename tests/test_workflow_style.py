@@ -63,7 +63,8 @@ def test_the_embedded_default_validates(validator):
 @pytest.mark.parametrize("algorithm,ok", [
     ({"threads": 16}, True), ({"threads": 1}, True), ({"threads": 0}, False), ({"threads": "16"}, False),
     ({"options": "--threads 16"}, False), ({"options": "--backend cuda"}, False),
-    ({"options": "--pollution-limit 2 --keep-all"}, True),
+    ({"options": "--pollution-limit 2 --keep-all"}, True), ({"rounds": 3}, True), ({"rounds": 0}, False),
+    ({"options": "--rounds 2"}, False),
 ])
 def test_algorithm_threads_is_a_validated_key(validator, algorithm, ok):
     errors = list(validator.iter_errors(_config(**algorithm)))
