@@ -18,6 +18,7 @@ from scipy import stats
 from gpucore.cli import main
 from gpucore.errors import GpucoreError
 from gpucore.graph import from_arcs, load_graph, save_graph
+from gpucore.graph.generators import preferential_attachment
 from gpucore.im import imm
 from gpucore.oracle import multi_round_spread, simulate_world
 from gpucore.random import Stream, mix_py
@@ -102,15 +103,14 @@ def test_bad_plans_are_refused(tiny):
 
 @pytest.fixture(scope="module")
 def mrim(tmp_path_factory):
-    """A multi-round IM result of gpucore.im on a 200-node graph (IC, 3 rounds, k = 3)."""
-    rng = np.random.default_rng(0)
-    n = 200
-    src, dst = rng.integers(0, n, 1200), rng.integers(0, n, 1200)
-    key = np.unique(src[src != dst] * n + dst[src != dst])
-    src, dst = key // n, key % n
-    indeg = np.bincount(dst, minlength=n)
+    """A multi-round IM result of gpucore.im on a 300-node preferential-attachment graph (weighted
+    cascade; IC, 3 rounds, k = 3)."""
+    src, dst = preferential_attachment(300, 1500, 0.3, 4)
+    key = np.unique(src.astype(np.int64) * 300 + dst)
+    src, dst = key // 300, key % 300
+    indeg = np.bincount(dst, minlength=300)
     folder = tmp_path_factory.mktemp("mrim")
-    graph = load_graph(save_graph(from_arcs(n, src, dst, 1.0 / indeg[dst]), folder / "g.gcsr"))
+    graph = load_graph(save_graph(from_arcs(300, src, dst, 1.0 / indeg[dst]), folder / "g.gcsr"))
     result = imm(graph, 3, 0.3, "IC", rounds=3, seed=1, backend="cpu")
     assert result["rounds"] == 3 and len(result["seed_ids"]) == 3
     return graph, result

@@ -89,6 +89,22 @@ def _lt_pick(lt_cum, lo, hi, r):
 # mrr[seg_base + p % l]); a step that would write at or past `guard` stops and reports overflow.
 
 
+@njit(inline="always", cache=True)
+def _root_draw(seed, jj, rr, d, residual, n_res):
+    """Root draw ``d`` of set ``jj`` in round ``rr``: residual[mix(seed, ROOT, j, rnd, d) mod n_res]."""
+    return residual[index_below(mix5(seed, ROOT, jj, rr, np.uint64(d)), n_res)]
+
+
+@njit(inline="always", cache=True)
+def _append(u, stamp, pos, mrr, seg_base, l, mark, tid, delta):
+    """Append ``u`` at logical ``pos`` with mark ``stamp`` and count it; returns pos + 1 (the caller
+    checked the guard)."""
+    mrr[seg_base + pos % l] = u
+    mark[tid, u] = stamp
+    delta[tid, u] += 1
+    return pos + 1
+
+
 @njit(cache=True)
 def copy_clean_set(mrr, seg_base, l, src_start, src_end, src_nroots, bw, mark, tid, base):
     """Copy a clean source set to logical ``bw`` and mark it (its first ``src_nroots`` entries as
@@ -132,9 +148,8 @@ def draw_roots(t, pos, guard, mrr, seg_base, l, seed, jj, rr, residual, n_res, m
     d = 0
     got = 0
     while got < t:
-        h = mix5(seed, ROOT, jj, rr, np.uint64(d))
+        u = _root_draw(seed, jj, rr, d, residual, n_res)
         d += 1
-        u = residual[index_below(h, n_res)]
         mu = mark[tid, u]
         if mu == root:
             continue
@@ -144,10 +159,7 @@ def draw_roots(t, pos, guard, mrr, seg_base, l, seed, jj, rr, residual, n_res, m
             continue
         if pos >= guard:
             return pos, True
-        mrr[seg_base + pos % l] = u
-        pos += 1
-        mark[tid, u] = root
-        delta[tid, u] += 1
+        pos = _append(u, root, pos, mrr, seg_base, l, mark, tid, delta)
     return pos, False
 
 
@@ -165,9 +177,8 @@ def draw_complement(e, pos, guard, mrr, seg_base, l, seed, jj, rr, residual, n_r
     d = 0
     got = 0
     while got < e:
-        h = mix5(seed, ROOT, jj, rr, np.uint64(d))
+        u = _root_draw(seed, jj, rr, d, residual, n_res)
         d += 1
-        u = residual[index_below(h, n_res)]
         mu = mark[tid, u]
         if mu == root or mu == excl or mu == excl_member:
             continue
@@ -184,10 +195,7 @@ def draw_complement(e, pos, guard, mrr, seg_base, l, seed, jj, rr, residual, n_r
             continue
         if pos >= guard:
             return pos, True
-        mrr[seg_base + pos % l] = u
-        pos += 1
-        mark[tid, u] = root
-        delta[tid, u] += 1
+        pos = _append(u, root, pos, mrr, seg_base, l, mark, tid, delta)
     for i in range(e):
         u = buf[tid, i]
         mark[tid, u] = member if mark[tid, u] == excl_member else 0
@@ -220,10 +228,7 @@ def probe_lt(rp, pos, guard, mrr, seg_base, l, seed, jj, in_indptr, in_src, lt_c
             if mark[tid, u] < base:
                 if pos >= guard:
                     return pos, True
-                mrr[seg_base + pos % l] = u
-                pos += 1
-                mark[tid, u] = base
-                delta[tid, u] += 1
+                pos = _append(u, base, pos, mrr, seg_base, l, mark, tid, delta)
             break
     return pos, False
 
@@ -245,10 +250,7 @@ def probe_ic(rp, pos, guard, mrr, seg_base, l, seed, jj, in_indptr, in_src, in_e
             if uniform(step(prefix, np.uint64(in_eid[k]))) < np.float64(in_w[k]):
                 if pos >= guard:
                     return pos, True
-                mrr[seg_base + pos % l] = u
-                pos += 1
-                mark[tid, u] = base
-                delta[tid, u] += 1
+                pos = _append(u, base, pos, mrr, seg_base, l, mark, tid, delta)
     return pos, False
 
 

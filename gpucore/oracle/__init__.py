@@ -17,6 +17,7 @@ No solver imports it (``tests/test_oracle_independence.py``).
 World semantics and test vectors: ``docs/oracle.md``.
 """
 
+from gpucore.oracle import api
 from gpucore.oracle.api import (
     ReplayResult,
     ReplayRound,
@@ -31,16 +32,4 @@ from gpucore.oracle.api import (
 from gpucore.oracle.multiround import multi_round_spread
 from gpucore.oracle.verify import verify_result
 
-__all__ = [
-    "ReplayResult",
-    "ReplayRound",
-    "SpreadResult",
-    "WorldResult",
-    "mc_world_seeds",
-    "multi_round_spread",
-    "replay",
-    "simulate_world",
-    "simulate_worlds",
-    "spread",
-    "verify_result",
-]
+__all__ = sorted([*api.__all__, "multi_round_spread", "verify_result"])
