@@ -14,7 +14,7 @@ min_version("8.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "config/schema/config.schema.yaml")
+validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "rules/common.smk"
@@ -47,8 +47,9 @@ localrules:
     im_tables,
 
 
+# Every table and figure of the configured experiments (and so every cell, verified). (A comment,
+# not a docstring: snakefmt 2.1 places default_target before a docstring and then cannot parse it.)
 rule all:
-    """Every table and figure of the configured experiments (and so every cell, verified)."""
+    default_target: True
     input:
         all_targets(),
-    default_target: True

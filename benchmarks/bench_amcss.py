@@ -14,9 +14,10 @@ Typical use (this machine, then the 16-core GPU host, whose commands are limited
 ``--budget`` seconds for the whole run, cells that would start later are recorded as skipped)::
 
     python benchmarks/bench_amcss.py /tmp/bench-amcss --budget 0          # no time limit
-    python3 benchmarks/bench_amcss.py "$OUT" --shared-data .shared_data --threads 16 --budget 540
+    python3 benchmarks/bench_amcss.py "$OUT" --data .shared_data --threads 16 --budget 540
 
-Graphs: the SNAP files in ``../shared/data/snap`` (``--data``) and a generated graph
+Graphs: the six small SNAP files of the reference mirror (``--data``: a folder holding the files
+``config/reference-gpu.yaml`` lists) and a generated graph
 (``--big-nodes``/``--big-edges``, preferential attachment, 1M nodes by default). Weighted cascade
 p = 1/indeg, c(u) = 0.01 + 0.01 outdeg, eps = 0.5 (the paper's setting).
 """
@@ -216,8 +217,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", nargs="?", default=None, help="output folder")
     ap.add_argument("--out", dest="out_opt", default=None, help="output folder (same as the positional)")
-    ap.add_argument("--data", "--shared-data", dest="data", default=None,
-                    help="folder with the SNAP .txt.gz files (default ../shared/data/snap, $GPUCORE_SHARED_DATA)")
+    ap.add_argument("--data", default=None,
+                    help="folder with the SNAP .txt.gz files config/reference-gpu.yaml lists "
+                         "(default $GPUCORE_SHARED_DATA, else the reference mirror .shared_data)")
     ap.add_argument("--cache", default="/tmp/gpucore-bench-amcss", help="folder for the built .gcsr graphs")
     ap.add_argument("--budget", type=float, default=540.0,
                     help="seconds for the whole run; 0 = unlimited (default 540: the GPU host's 10-minute limit)")
@@ -245,8 +247,7 @@ def main(argv=None) -> int:
     if opts.data is None:
         env = os.environ.get("GPUCORE_SHARED_DATA")
         candidates = [Path(env)] if env else []
-        candidates += [REPO.parent / "shared" / "data" / "snap", REPO / "shared" / "data" / "snap",
-                       REPO / ".shared_data"]
+        candidates += [REPO / ".shared_data"]
         opts.data = str(next((c for c in candidates if c.is_dir()), candidates[0]))
     t_start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)

@@ -63,7 +63,7 @@ def build_graph(name: str, spec: dict, shared: Path | None, cache: Path, log=pri
     undirected = bool(spec.get("undirected", False))
     if "file" in spec:
         if shared is None or not (shared / spec["file"]).is_file():
-            raise FileNotFoundError(f"{spec['file']} not found under --shared-data {shared}")
+            raise FileNotFoundError(f"{spec['file']} not found under --data {shared}")
         preprocess(shared / spec["file"], out, undirected=undirected, weights="wc", show_progress=False)
     else:
         from gpucore.graph.generators import generate, write_edge_list

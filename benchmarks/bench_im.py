@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """IMM benchmark: seconds per phase of `gpucore im` on the GPU (and the CPU twin), per sampler setting.
 
-    python3 benchmarks/bench_im.py OUT --shared-data .shared_data [--graphs epinions,pa1m,pokec,livejournal]
+    python3 benchmarks/bench_im.py OUT --data .shared_data [--graphs epinions,pa1m,pokec,livejournal]
         [--models IC,LT] [--eps 0.05,0.5] [--k 50] [--samplers gim] [--warps-per-block 2]
         [--modes gpu,cpu16] [--repeats 3] [--budget 540]
 
@@ -12,7 +12,7 @@ the device, kernel loading, per-warp buffers) and the warm-up run (``warm_up_sec
 ``imm_seconds`` (the whole ``imm()`` call) is larger. One process runs every cell, so kernels are
 compiled once (a warm-up cell on a tiny graph first).
 
-Graphs (weighted cascade, as gIM's Table 2): soc-Epinions1 from the shared data folder, and
+Graphs (weighted cascade, as gIM's Table 2): soc-Epinions1 from the --data folder, and
 preferential-attachment graphs made with ``gpucore generate pa`` (cached in --cache): ``pa1m``
 (1,000,000 / 15,400,000: the size of the comparison kit's BA graph), ``pokec`` (1,632,803 /
 30,622,564) and ``livejournal`` (4,847,571 / 68,993,773). GPU cells are repeated (median kept,
@@ -76,7 +76,7 @@ def run_once(graph, backend: str, model: str, k: int, eps: float, seed: int, sam
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output folder (bench_im.json, bench_im.md)")
-    p.add_argument("--shared-data", default=None, help="folder with soc-Epinions1.txt.gz")
+    p.add_argument("--data", default=None, help="folder with soc-Epinions1.txt.gz")
     p.add_argument("--graphs", default="epinions,pa1m,pokec,livejournal")
     p.add_argument("--models", default="IC,LT")
     p.add_argument("--eps", default="0.05,0.5", help="comma-separated epsilons")
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
                        "repeats": args.repeats, "budget": args.budget, "cpu_threads": args.cpu_threads},
         "cells": [],
     }
-    shared = Path(args.shared_data) if args.shared_data else None
+    shared = Path(args.data) if args.data else None
 
     def save():
         report["total_seconds"] = time.perf_counter() - started

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of issue 5: MERIT on the GPU vs 16-core PASTI vs GPU regeneration, beta sweep, scale run.
 
-    python3 benchmarks/bench_merit_gpu.py OUT --shared-data .shared_data [--parts compare,beta,scale]
+    python3 benchmarks/bench_merit_gpu.py OUT --data .shared_data [--parts compare,beta,scale]
         [--graphs email-Eu-core,...,dblp,youtube,livejournal] [--models IC,LT] [--budget 480]
         [--pasti-budget 300] [--threads 16] [--etas IC=5000:25000,LT=2500:12500]
 
@@ -24,7 +24,7 @@ Per GPU cell: seconds (the solve, graph already on the device), the breakdown ge
 other (paper Figures 11-12), arcs probed by Generate + Update (IC: coins drawn, LT: choices drawn)
 per second of those phases next to the device's measured copy bandwidth (a 1 GiB device-to-device
 copy, bytes read + written), peak device memory, rounds, cost. Graphs: the SNAP files of
-``--shared-data`` and preferential-attachment graphs of DBLP size (317,080 nodes, 1,049,866
+``--data`` (the reference mirror, config/reference-gpu.yaml) and preferential-attachment graphs of DBLP size (317,080 nodes, 1,049,866
 undirected edges), YouTube size (1,134,890 / 2,987,624 undirected) and LiveJournal size (4,847,571 /
 68,993,773 directed arcs), weighted cascade, c(u) = 0.01 + 0.01 outdeg, cached in ``--cache``.
 Writes OUT/bench-merit-gpu.json and .md after every cell (a run cut at the command limit keeps
@@ -325,7 +325,8 @@ def warm_up() -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output folder")
-    p.add_argument("--shared-data", default=None, help="folder with the SNAP .txt.gz files (.shared_data copy)")
+    p.add_argument("--data", default=None,
+                   help="folder with the SNAP .txt.gz files config/reference-gpu.yaml lists (default .shared_data)")
     p.add_argument("--cache", default=GRAPH_CACHE, help="folder for the built .gcsr graphs")
     p.add_argument("--parts", default="compare,beta,scale", help="compare, beta, scale (= scale-ic,scale-lt)")
     p.add_argument("--graphs", default=",".join(GRAPHS), help="compare: comma-separated graph names")
@@ -343,9 +344,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     out = Path(args.out)
     (out / "cells").mkdir(parents=True, exist_ok=True)
-    shared = Path(args.shared_data) if args.shared_data else None
+    shared = Path(args.data) if args.data else None
     if shared is None:
-        for cand in (os.environ.get("GPUCORE_SHARED_DATA"), REPO / ".shared_data", REPO.parent / "shared" / "data" / "snap"):
+        for cand in (os.environ.get("GPUCORE_SHARED_DATA"), REPO / ".shared_data"):
             if cand and Path(cand).is_dir():
                 shared = Path(cand)
                 break

@@ -57,8 +57,8 @@ def _run(args) -> int:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
+    try:  # the option parsers of gpucore.commands.common raise GpucoreError: one line, exit 2
+        args = parser.parse_args(argv)
         comm = dist.init()
     except GpucoreError as exc:
         print(f"gpucore: error: {exc}", file=sys.stderr)

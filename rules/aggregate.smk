@@ -39,15 +39,15 @@ rule amcss_tables:
             category="AMCSS",
             subcategory="Tables",
         ),
-    params:
-        labels={name: algorithm_label(name) for name in ALGORITHMS},
-        baseline=config.get("aggregate", {}).get("baseline"),
     log:
         "logs/aggregate/amcss_tables.log",
     benchmark:
         "results/benchmarks/aggregate/amcss_tables.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
+    params:
+        labels={name: algorithm_label(name) for name in ALGORITHMS},
+        baseline=config.get("aggregate", {}).get("baseline"),
     script:
         "../workflow/scripts/aggregate_amcss.py"
 
@@ -92,24 +92,18 @@ rule im_tables:
         verify=[verify_path(c["path"]) for c in cells_of("im")],
         graphs=sorted({sidecar_path(c["dataset"]) for c in cells_of("im")}),
     output:
-        csv=report(
-            "results/tables/im_summary.csv", caption="../workflow/report/im_summary.rst", category="IM"
-        ),
+        csv=report("results/tables/im_summary.csv", caption="../workflow/report/im_summary.rst", category="IM"),
         md=report("results/tables/im_summary.md", caption="../workflow/report/im_summary.rst", category="IM"),
-        tex=report(
-            "results/tables/im_summary.tex", caption="../workflow/report/im_summary.rst", category="IM"
-        ),
-        html=report(
-            "results/tables/im_summary.html", caption="../workflow/report/im_summary.rst", category="IM"
-        ),
-    params:
-        labels={name: algorithm_label(name) for name in ALGORITHMS},
+        tex=report("results/tables/im_summary.tex", caption="../workflow/report/im_summary.rst", category="IM"),
+        html=report("results/tables/im_summary.html", caption="../workflow/report/im_summary.rst", category="IM"),
     log:
         "logs/aggregate/im_tables.log",
     benchmark:
         "results/benchmarks/aggregate/im_tables.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
+    params:
+        labels={name: algorithm_label(name) for name in ALGORITHMS},
     script:
         "../workflow/scripts/aggregate_im.py"
 
@@ -119,23 +113,17 @@ rule datasets_table:
     input:
         graphs=[sidecar_path(d) for d in datasets_used()],
     output:
-        csv=report(
-            "results/tables/datasets.csv", caption="../workflow/report/datasets.rst", category="Datasets"
-        ),
+        csv=report("results/tables/datasets.csv", caption="../workflow/report/datasets.rst", category="Datasets"),
         md=report("results/tables/datasets.md", caption="../workflow/report/datasets.rst", category="Datasets"),
-        tex=report(
-            "results/tables/datasets.tex", caption="../workflow/report/datasets.rst", category="Datasets"
-        ),
-        html=report(
-            "results/tables/datasets.html", caption="../workflow/report/datasets.rst", category="Datasets"
-        ),
-    params:
-        specs={d: dataset_table_spec(d) for d in datasets_used()},
+        tex=report("results/tables/datasets.tex", caption="../workflow/report/datasets.rst", category="Datasets"),
+        html=report("results/tables/datasets.html", caption="../workflow/report/datasets.rst", category="Datasets"),
     log:
         "logs/aggregate/datasets_table.log",
     benchmark:
         "results/benchmarks/aggregate/datasets_table.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
+    params:
+        specs={d: dataset_table_spec(d) for d in datasets_used()},
     script:
         "../workflow/scripts/datasets_table.py"

@@ -1,5 +1,6 @@
 # Helpers shared by the rules: the dataset registry, dataset resolution, the list of cells, the
-# parameters of one cell and the targets of `rule all`. No rule is defined here.
+# parameters of one cell and the targets of `rule all`. No rule is defined here. Every input,
+# params and threads function a rule uses is a named function of this file (no lambda in a rule).
 
 import os
 import posixpath
@@ -9,7 +10,6 @@ import urllib.parse
 import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
-
 
 # ---------------------------------------------------------------------------------------------
 # registry and datasets
@@ -21,7 +21,7 @@ def load_registry(path):
         raise WorkflowError(f"registry {path}: no such file (config key `registry`)")
     with open(path) as fh:
         registry = yaml.safe_load(fh) or {}
-    validate(registry, "../config/schema/datasets.schema.yaml")
+    validate(registry, "../workflow/schemas/datasets.schema.yaml")
     for key, entry in registry.items():
         if not entry.get("file"):
             if not entry.get("url"):
@@ -112,7 +112,9 @@ ALGORITHMS = {name: (a or {}) for name, a in config["algorithms"].items()}
 
 def algorithm(name):
     if name not in ALGORITHMS:
-        raise WorkflowError(f"algorithm {name!r} is not in config `algorithms` (known: {', '.join(sorted(ALGORITHMS))})")
+        raise WorkflowError(
+            f"algorithm {name!r} is not in config `algorithms` (known: {', '.join(sorted(ALGORITHMS))})"
+        )
     return ALGORITHMS[name]
 
 
@@ -142,6 +144,8 @@ def _check_experiments():
             command = algorithm(alg)["command"]
             if command != exp["kind"]:
                 raise WorkflowError(f"{where}: algorithm {alg!r} runs `gpucore {command}`, not a {exp['kind']} cell")
+            if algorithm(alg).get("rounds", 1) > 1 and command != "im":
+                raise WorkflowError(f"config algorithms.{alg}.rounds: only an im algorithm has rounds")
             key = (exp["kind"], exp["dataset"], exp["model"], alg)
             if key in seen:
                 raise WorkflowError(
@@ -151,8 +155,14 @@ def _check_experiments():
             seen[key] = i
             for x in exp["eta"] if exp["kind"] == "amcss" else exp["k"]:
                 cells.append(
-                    {"kind": exp["kind"], "dataset": exp["dataset"], "model": exp["model"], "algorithm": alg, "x": x,
-                     "path": cell_path(exp["kind"], exp["dataset"], exp["model"], alg, x)}
+                    {
+                        "kind": exp["kind"],
+                        "dataset": exp["dataset"],
+                        "model": exp["model"],
+                        "algorithm": alg,
+                        "x": x,
+                        "path": cell_path(exp["kind"], exp["dataset"], exp["model"], alg, x),
+                    }
                 )
     return cells
 
@@ -171,25 +181,38 @@ def experiment_of(kind, dataset, model, alg):
     )
 
 
-def cell_params(kind, wildcards):
+def algorithm_threads(name):
+    """The CPU threads that define an algorithm (config `algorithms.<name>.threads`: PASTI-16's 16,
+    ASTI's 1), or None when the algorithm takes the threads of its job."""
+    return algorithm(name).get("threads")
+
+
+def cell_args(kind, wildcards):
+    """The command-line flags of one cell's solve besides graph, model, eta / k, threads and output."""
     exp = experiment_of(kind, wildcards.dataset, wildcards.model, wildcards.algorithm)
     alg = algorithm(wildcards.algorithm)
-    params = {
-        "eps": exp.get("eps", config["eps"]),
-        "seed": exp.get("seed", config["seed"]),
-        "backend": algorithm_backend(wildcards.algorithm),
-        "options": alg.get("options", ""),
-    }
+    args = [f"--eps {exp.get('eps', config['eps'])}", f"--seed {exp.get('seed', config['seed'])}"]
     if kind == "amcss":
-        params["batch"] = exp["batch"]
-        params["realizations"] = exp.get("realizations", config["realizations"])
-        params["update"] = "" if alg.get("update", True) else "--no-update"
-    return params
+        args.append(f"--batch {exp['batch']}")
+        args.append(f"--realizations {exp.get('realizations', config['realizations'])}")
+        if not alg.get("update", True):
+            args.append("--no-update")
+    elif alg.get("rounds", 1) > 1:
+        args.append(f"--rounds {alg['rounds']}")
+    args.append(f"--backend {algorithm_backend(wildcards.algorithm)}")
+    if alg.get("options"):
+        args.append(alg["options"])
+    return " ".join(args)
 
 
-def cell_param(kind, key):
-    """A params: entry of a solve rule, evaluated per cell (so only a changed cell reruns)."""
-    return lambda wildcards: cell_params(kind, wildcards)[key]
+def amcss_args(wildcards):
+    """params of the solve_amcss rule, evaluated per cell (so only a changed cell reruns)."""
+    return cell_args("amcss", wildcards)
+
+
+def im_args(wildcards):
+    """params of the solve_im rule, evaluated per cell (so only a changed cell reruns)."""
+    return cell_args("im", wildcards)
 
 
 def cell_gpus(wildcards):
@@ -204,14 +227,77 @@ def verify_gpus(wildcards):
     return 1 if verify_backend(wildcards) == "cuda" else 0
 
 
-def job_threads(wildcards=None):
-    threads = config["threads"]
-    if threads > 0:
-        return threads
+def all_cores(wildcards=None):
+    """Threads of a job whose algorithm fixes none: every core given to Snakemake (`--cores`). Under
+    a cluster executor, where --cores bounds nothing, the profile's `max-threads` (a node's cores),
+    else this host's cores. A profile's `set-threads` or `max-threads` overrides it per rule."""
     cores = workflow.cores
-    if not isinstance(cores, int) or cores <= 0 or cores > 4096:
-        cores = os.cpu_count() or 1
-    return cores
+    if isinstance(cores, int) and 0 < cores <= 4096:
+        return cores
+    settings = getattr(workflow, "resource_settings", None)
+    max_threads = getattr(settings, "max_threads", None)
+    return max_threads if isinstance(max_threads, int) and max_threads > 0 else (os.cpu_count() or 1)
+
+
+def solve_threads(wildcards):
+    """Threads of a solve job: the algorithm's own (`algorithms.<name>.threads`), else all cores."""
+    return algorithm_threads(wildcards.algorithm) or all_cores()
+
+
+# ---- input and params functions of the data rules --------------------------------------------
+
+
+def download_source(wildcards):
+    """params of the download rule: a registry dataset's file name, origin URL, SHA-256, its scope."""
+    entry = REGISTRY[wildcards.dataset]
+    return {key: entry.get(key) for key in ("file", "url", "sha256")} | {
+        "sha256_scope": entry.get("sha256_scope", "origin")
+    }
+
+
+def registry_keys_pattern():
+    """wildcard_constraints of the download rule: exactly the registry's keys."""
+    return "|".join(re.escape(k) for k in REGISTRY)
+
+
+def archive_of(wildcards):
+    """input of the extract rule: the downloaded archive of a KONECT dataset."""
+    return raw_download_path(wildcards.dataset)
+
+
+def archive_member(wildcards):
+    """params of the extract rule: the archive member holding the edge list, or None for the first
+    member named out.*"""
+    return REGISTRY[wildcards.dataset].get("member")
+
+
+def generate_args(wildcards):
+    """params of the generate rule: the `gpucore generate` arguments of a generated dataset."""
+    gen = DATASETS[wildcards.dataset]["generate"]
+    args = [gen["kind"], f"--nodes {gen['nodes']}", f"--edges {gen['edges']}", f"--seed {gen.get('seed', 0)}"]
+    if "reciprocity" in gen:
+        args.append(f"--reciprocity {gen['reciprocity']}")
+    if "abcd" in gen:
+        args.append(f"--abcd {gen['abcd']}")
+    return " ".join(args)
+
+
+def edge_list_of(wildcards):
+    """input of the preprocess rule: the edge list of a dataset (downloaded, extracted or generated)."""
+    return edge_list_path(wildcards.dataset)
+
+
+def preprocess_params(wildcards):
+    """params of the preprocess rule: direction flag, weight and cost schemes, their seed, and the
+    registry's expected size."""
+    spec = dataset_spec(wildcards.dataset)
+    return {
+        "direction": direction_flag(wildcards.dataset),
+        "weights": spec["weights"],
+        "cost": spec["cost"],
+        "seed": spec["seed"],
+        "expected": expected_size(wildcards.dataset),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,17 +336,6 @@ def all_targets():
     if cells_of("im"):
         targets += table_files("im_summary")
     return targets
-
-
-def generate_options(name):
-    """Optional flags of `gpucore generate` for a generated dataset."""
-    gen = DATASETS[name]["generate"]
-    flags = []
-    if "reciprocity" in gen:
-        flags.append(f"--reciprocity {gen['reciprocity']}")
-    if "abcd" in gen:
-        flags.append(f"--abcd {gen['abcd']}")
-    return " ".join(flags)
 
 
 def dataset_table_spec(name):

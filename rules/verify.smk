@@ -11,19 +11,19 @@ rule verify:
         graph="resources/graphs/{dataset}.gcsr",
     output:
         "results/cells/{dataset}/{model}/{algorithm}/{cell}.verify.json",
-    params:
-        runs=config["verify"]["runs"],
-        backend=verify_backend,
-    threads: job_threads
-    resources:
-        gpu=verify_gpus,
     log:
         "logs/cells/{dataset}/{model}/{algorithm}/{cell}.verify.log",
     benchmark:
         "results/benchmarks/cells/{dataset}/{model}/{algorithm}/{cell}.verify.tsv"
     conda:
         "../workflow/envs/gpucore.yaml"
+    threads: all_cores
+    resources:
+        gpu=verify_gpus,
+    params:
+        runs=config["verify"]["runs"],
+        backend=verify_backend,
     shell:
         "gpucore verify {input.result} --graph {input.graph} --runs {params.runs} --backend {params.backend} --threads {threads}"
         " -o {output} > {log} 2>&1"
-        " || {{ status=$?; cp {output} {log}.json 2>/dev/null; echo \"verification failed (exit $status): see {log}\" >&2; exit $status; }}"
+        ' || {{ status=$?; cp {output} {log}.json 2>/dev/null; echo "verification failed (exit $status): see {log}" >&2; exit $status; }}'

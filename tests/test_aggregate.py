@@ -146,6 +146,22 @@ def test_im_rows(mods, tmp_path):
     assert row.k == 3 and row.model == "LT" and row.backend == "cuda" and row.estimated_spread == 42.5
     assert row.oracle_spread == 41.0 and row.oracle_ci_low == 39.5 and row.oracle_ci_high == 42.5
     assert row.theta == 777 and row.seconds == 0.25 and bool(row.verified) is True and row.label == "IMM"
+    assert row.rounds == 1
+
+
+def test_multi_round_im_rows(mods, tmp_path):
+    """A multi-round cell: seeds are one list per round, k is per round, the oracle's report is "mrim"."""
+    rio, _ = mods
+    res = {"kind": "im", "model": "IC", "k": 2, "rounds": 3, "epsilon": 0.5, "seed_ids": [[1, 2], [3, 4], [1, 5]],
+           "seeds": [[1, 2], [3, 4], [1, 5]], "estimated_spread": 30.0, "theta": 500, "seconds": 0.5,
+           "backend": "cpu"}
+    r = write(tmp_path / "k2.json", res)
+    v = write(tmp_path / "k2.verify.json", {"passed": True, "checked": "mrim", "spread": {"mean": 29.0},
+                                            "ci": [28.0, 30.0]})
+    df = rio.collect_im([{"dataset": "toy", "algorithm": "mrim", "label": "MRIM", "result": r, "verify": v}],
+                        {"toy": {"cost_scale": 1.0}})
+    row = df.iloc[0]
+    assert row.k == 2 and row.rounds == 3 and row.oracle_spread == 29.0 and bool(row.verified) is True
 
 
 def test_dataset_rows(mods):

@@ -59,8 +59,9 @@ def test_im_lt_mrim_to_stdout(graph_file):
 @pytest.mark.parametrize(
     "args,msg",
     [(["--k", 0], "--k 0"), (["--k", 201], "--k 201"), (["--k", 3, "--eps", 1.0], "--eps 1.0"),
-     (["--k", 3, "--eps", 0], "--eps 0"), (["--k", 3, "--eps", 0.01, "--memory-limit", "100KiB"], "needs about"),
-     (["--k", 3, "--memory-limit", "lots"], "--memory-limit"), (["--k", 3, "--rounds", 0], "--rounds 0")],
+     (["--k", 3, "--eps", 0], "--eps 0"), (["--k", 3, "--eps", 0.01, "--memory-budget", "100KiB"], "needs about"),
+     (["--k", 3, "--memory-budget", "lots"], "--memory-budget"), (["--k", 3, "--model", "XX"], "--model"),
+     (["--k", 3, "--threads", 0], "--threads 0"), (["--k", 3, "--backend", "gpu"], "--backend"), (["--k", 3, "--rounds", 0], "--rounds 0")],
 )
 def test_bad_input_exits_2(graph_file, args, msg, capsys):
     from gpucore.cli import main

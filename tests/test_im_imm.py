@@ -270,7 +270,7 @@ def test_real_run_theta_from_lb(shared_data, tmp_path):
 def test_every_weight_scheme(tmp_path, weights):
     from gpucore.graph import load_graph, preprocess
     from gpucore.graph.generators import preferential_attachment, write_edge_list
-    from gpucore.im.verify import verify_result
+    from gpucore.oracle import verify_result
 
     src, dst = preferential_attachment(400, 2400, 0.3, 5)
     text = tmp_path / "g.txt"
@@ -280,7 +280,7 @@ def test_every_weight_scheme(tmp_path, weights):
     g = load_graph(out)
     for model in ("IC", "LT"):
         res = imm(g, 5, 0.3, model, seed=1, backend="cpu")
-        rep = verify_result(g, res, runs=3000, seed=2, backend="cpu")
+        rep = verify_result(res, g, runs=3000, seed=2, backend="cpu")
         assert rep["passed"], (weights, model, rep["failures"])
 
 

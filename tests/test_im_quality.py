@@ -5,8 +5,7 @@
    ``Z * sqrt(stderr_est^2 + stderr_oracle^2)``, Z = 3.29 (two-sided false alarm 1e-3 per case;
    fixed seeds, so a failure is reproducible). The covered fraction of the *selecting* sets
    (``selection_spread``) is biased upward and is reported beside it.
-2. Seed quality against a CELF greedy on Monte-Carlo worlds (``gpucore.im.reference.celf``; it is
-   being moved to ``tests/im_reference.py``, so this import follows it there), compared *paired*:
+2. Seed quality against a CELF greedy on Monte-Carlo worlds (``tests/im_reference.celf``), compared *paired*:
    both seed sets run on the same oracle worlds and the per-world differences give a standard
    error far below either spread's. IMM passes when mean(ours - CELF) >= -(0.5 % of CELF's spread
    + 3.29 SE). Every case also runs the check on a broken greedy that never updates its gains
@@ -26,8 +25,8 @@ from gpucore.graph import from_arcs, load_graph, preprocess
 from gpucore.graph.generators import preferential_attachment
 from gpucore.im import imm
 from gpucore.im.engine import make_sampler
-from gpucore.im.reference import celf
-from gpucore.oracle import spread
+from gpucore.oracle import multi_round_spread, spread, verify_result
+from tests.im_reference import celf
 
 Z = 3.29  # two-sided 1e-3
 QUALITY_MARGIN = 0.005
@@ -81,10 +80,8 @@ def snap(shared_data, tmp_path_factory):
 
 def oracle_mrim(graph, seeds_by_round, model, runs, seed):
     """Mean and standard error of the nodes active in at least one round (the oracle's MRIM check)."""
-    from gpucore.im.verify import mrim_spread
-
-    counts = mrim_spread(graph, seeds_by_round, model, runs, seed, backend="cpu")
-    return float(counts.mean()), float(counts.std(ddof=1) / math.sqrt(runs))
+    o = multi_round_spread(graph, seeds_by_round, model, runs=runs, seed=seed, backend="cpu")
+    return o.mean, o.stderr
 
 
 def assert_estimate_agrees(graph, res, runs=10000):
@@ -164,10 +161,8 @@ def test_quality_against_celf(snap, name, model, k, worlds):
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3), ("LT", 2)])
 def test_oracle_verification(model, rounds):
     """The result check of `gpucore im --verify`: estimate within the oracle's CI widened by 10%."""
-    from gpucore.im.verify import verify_result
-
     g = pa_graph()
     res = imm(g, 10, 0.2, model, rounds=rounds, seed=2, backend="cpu")
-    report = verify_result(g, res, runs=4000, seed=4, backend="cpu")
+    report = verify_result(res, g, "result", runs=4000, seed=4, backend="cpu")
     assert report["passed"], report["failures"]
     assert report["ci"][0] <= report["mean"] <= report["ci"][1]

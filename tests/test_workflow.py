@@ -1,27 +1,35 @@
 """The Snakemake workflow, run for real (subprocess `snakemake`) in temporary copies of the workflow.
 
 (a) the embedded default configuration end to end (tables, figures, report), (e) a second run does
-nothing, rerunning one cell / changing one eta touches only that cell, (b) the graphs of
-../shared/data/snap served by an HTTP server on 127.0.0.1 through the download rule, preprocessed,
-solved, verified, aggregated, (c) corrupt and truncated downloads fail that dataset with a clear
+nothing, rerunning one cell / changing one eta touches only that cell, (b) graphs the tests write
+themselves (SNAP-style and KONECT files, with a registry of their own) served by an HTTP server on
+127.0.0.1 as a mirror through the download rule, preprocessed, solved, verified, aggregated, (c)
+corrupt and truncated downloads, over HTTP and in a mirror folder, fail that dataset with a clear
 message and leave no partial file, (d) `snakemake --lint` is clean; plus config validation errors.
+(b) and (c) run everywhere; the real SNAP graphs (the ``shared_data`` fixture) get one more run
+through the real registry when they are present.
 """
 
 from __future__ import annotations
 
+import bz2
 import csv
 import functools
+import gzip
 import hashlib
 import http.server
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -34,7 +42,7 @@ WORKFLOW_FILES = ("Snakefile", "rules", "workflow", "config", "profiles")
 
 pytestmark = pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed beside this Python")
 
-# registry key of each file in ../shared/data/snap
+# registry key of each real SNAP file of the shared_data fixture (config/reference-gpu.yaml's mirror)
 REGISTRY_KEYS = {
     "wiki-Vote.txt.gz": "wiki-vote",
     "email-Eu-core.txt.gz": "email-eu-core",
@@ -151,6 +159,18 @@ def test_default_end_to_end(default_run):
             float(row["total_cost"]) / sidecars[row["dataset"]]["cost_scale"], rel=1e-9)
     im_rows = read_csv(tables / "im_summary.csv")
     assert len(im_rows) == n_im and all(r["verified"] == "True" for r in im_rows)
+    # a multi-round IM cell (rounds > 1) passes its verify rule: the oracle's multi-round check
+    multi = [(e, alg) for e in im for alg in e["algorithms"] if config["algorithms"][alg].get("rounds", 1) > 1]
+    assert multi, "the default config has a multi-round IM cell"
+    for e, alg in multi:
+        for k in e["k"]:
+            cell = wd / f"results/cells/{e['dataset']}/{e['model']}/{alg}/k{k}"
+            result = json.loads(cell.with_suffix(".json").read_text())
+            verify = json.loads((cell.parent / f"k{k}.verify.json").read_text())
+            rounds = config["algorithms"][alg]["rounds"]
+            assert result["rounds"] == rounds and [len(s) for s in result["seed_ids"]] == [k] * rounds
+            assert verify["passed"] is True and verify["checked"] == "mrim" and verify["rounds"] == rounds
+    assert {r["rounds"] for r in im_rows} == {"1", str(config["algorithms"][multi[0][1]]["rounds"])}
     assert "\\begin{tabular}" in (tables / "amcss_summary.tex").read_text()
     assert (tables / "amcss_summary.md").read_text().count("\n| ") == n_amcss + 1
 
@@ -224,13 +244,20 @@ def test_paper_configs_validate_and_plan(tmp_path, configfiles):
     files = configfiles.split()
     if not all((wd / f).exists() for f in files):
         pytest.skip(f"{configfiles} not present")
-    proc = snakemake(wd, "-n", "--cores", "16", "--configfile", *files)
+    proc = snakemake(wd, "-n", "-p", "--cores", "16", "--configfile", *files)
     counts = job_counts(proc.stdout)
     config = yaml.safe_load((wd / files[-1]).read_text())
     cells = sum(len(e.get("eta", e.get("k", []))) * len(e["algorithms"]) for e in config["experiments"])
     assert counts.get("solve_amcss", 0) + counts.get("solve_im", 0) == cells
     assert counts.get("verify") == cells
     assert "generate" not in counts  # paper configs use real graphs only
+    # an algorithm's own threads (PASTI-16, the 1-thread IMM baseline) reach its solves; others take --cores
+    fixed = {name: a["threads"] for name, a in (config.get("algorithms") or {}).items() if "threads" in a}
+    assert fixed, "each paper config fixes the threads of its CPU baseline"
+    for name, threads in fixed.items():
+        commands = [line for line in proc.stdout.splitlines()
+                    if f"/{name}/" in line and ("gpucore amcss " in line or "gpucore im " in line)]
+        assert commands and all(f"--threads {threads} " in line for line in commands), name
 
 
 def test_merit_config_matches_the_paper(tmp_path):
@@ -266,11 +293,75 @@ def test_unknown_dataset_and_wrong_algorithm_kind(tmp_path):
         {"kind": "im", "dataset": "pa2k", "model": "IC", "k": [5], "algorithms": ["merit"]}]})
     proc = snakemake(wd, "-n", "--configfile", bad, check=False)
     assert proc.returncode != 0 and "algorithm 'merit' runs `gpucore amcss`, not a im cell" in proc.stdout + proc.stderr
+    bad = write_yaml(tmp_path / "bad3.yaml", {"algorithms": {"pasti": {"command": "amcss", "update": False, "rounds": 3}}})
+    proc = snakemake(wd, "-n", "--configfile", bad, check=False)
+    assert proc.returncode != 0 and "algorithms.pasti.rounds: only an im algorithm has rounds" in proc.stdout + proc.stderr
 
 
 # ---------------------------------------------------------------------------------------------
-# (b) the local SNAP graphs through an HTTP mirror; (c) corrupt / truncated downloads
+# (b) graphs of our own through an HTTP mirror; (c) corrupt / truncated downloads
 # ---------------------------------------------------------------------------------------------
+
+
+def _edge_lines(rng, ids, lines, self_loops, duplicates):
+    """Random edge lines over ``ids`` with some self-loops and repeated lines (as real files have)."""
+    src, dst = rng.choice(ids, lines), rng.choice(ids, lines)
+    src[:self_loops] = dst[:self_loops]
+    src[-duplicates:], dst[-duplicates:] = src[:duplicates][::-1], dst[:duplicates][::-1]
+    return src, dst
+
+
+def _expected(src, dst, directed):
+    """n = distinct ids on edge lines; m = distinct arcs without self-loops (both arcs of an undirected edge)."""
+    keep = src != dst
+    pairs = np.stack([src[keep], dst[keep]], axis=1)
+    if not directed:
+        pairs = np.concatenate([pairs, pairs[:, ::-1]])
+    return int(np.unique(np.concatenate([src, dst])).size), int(np.unique(pairs, axis=0).shape[0])
+
+
+@pytest.fixture(scope="module")
+def toy_mirror(tmp_path_factory):
+    """Three graph files the test writes itself, as the origins serve them (a SNAP .txt.gz with a
+    comment header, an undirected one listing each pair once, a KONECT .tar.bz2), and a registry of
+    their own (config/test-registry.yaml: origin URLs that are never contacted, SHA-256, exact n, m)."""
+    folder = tmp_path_factory.mktemp("toy-mirror")
+    rng = np.random.default_rng(2024)
+    ids = rng.choice(10**7, 600, replace=False)  # sparse original ids: preprocessing relabels them
+    graphs, registry = {}, {}
+    for key, directed, fmt in (("toy-directed", True, "snap"), ("toy-undirected", False, "snap"),
+                               ("toy-konect", True, "konect-tar")):
+        src, dst = _edge_lines(rng, ids[: 400 if directed else 300], 2400, 12, 30)
+        if not directed:  # each unordered pair listed once, as SNAP's undirected files do
+            lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+            pairs = np.unique(np.stack([lo, hi], axis=1), axis=0)
+            src, dst = pairs[:, 0], pairs[:, 1]
+        text = "".join(f"{u}\t{v}\n" for u, v in zip(src, dst))
+        if fmt == "snap":
+            file = f"{key}.txt.gz"
+            data = gzip.compress(f"# {key}: written by tests/test_workflow.py\n{text}".encode(), mtime=0)
+        else:
+            file = f"download.tsv.{key}.tar.bz2"
+            member = f"% asym unweighted\n{text.replace(chr(9), ' ')}".encode()
+            raw = io.BytesIO()
+            with tarfile.open(fileobj=raw, mode="w") as tar:
+                info = tarfile.TarInfo(f"{key}/out.{key}")
+                info.size = len(member)
+                tar.addfile(info, io.BytesIO(member))
+            data = bz2.compress(raw.getvalue())
+        (folder / file).write_bytes(data)
+        n, m = _expected(src, dst, directed)
+        graphs[key] = {"file": file, "sha256": hashlib.sha256(data).hexdigest(), "n": n, "m": m}
+        registry[key] = {"title": key, "url": f"https://origin.invalid/graphs/{file}", "format": fmt,
+                         "directed": directed, "n": n, "m": m, "exact": True, "sha256": graphs[key]["sha256"],
+                         "sha256_scope": "origin"}
+    return folder, graphs, registry
+
+
+def toy_workdir(tmp_path: Path, registry: dict) -> Path:
+    wd = workdir(tmp_path)
+    write_yaml(wd / "config" / "test-registry.yaml", registry)
+    return wd
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -296,89 +387,138 @@ def http_mirror():
         httpd.server_close()
 
 
-def test_shared_graphs_through_http_mirror(shared_data, http_mirror, tmp_path):
-    rows = {r["file"]: r for r in manifest_rows()}
-    assert set(rows) == set(REGISTRY_KEYS), "MANIFEST.md and the registry disagree on the local graphs"
-    wd = workdir(tmp_path)
-    url = http_mirror(shared_data)
-    keys = list(REGISTRY_KEYS.values())
+def test_own_graphs_through_http_mirror(toy_mirror, http_mirror, tmp_path):
+    folder, graphs, registry = toy_mirror
+    wd = toy_workdir(tmp_path, registry)
+    url = http_mirror(folder)
     config = {
+        "registry": "config/test-registry.yaml",
         "mirror": url + "/",
         "realizations": 1,
-        "threads": 1,
         "verify": {"runs": 300},
         "experiments": [
-            {"kind": "amcss", "dataset": k, "model": "IC", "batch": 16, "eta": [50], "algorithms": ["merit"]}
-            for k in keys
+            {"kind": "amcss", "dataset": key, "model": "IC", "batch": 4, "eta": [40], "algorithms": ["merit"]}
+            for key in graphs
         ] + [
-            {"kind": "amcss", "dataset": "email-eu-core", "model": "LT", "batch": 4, "eta": [50],
+            {"kind": "amcss", "dataset": "toy-konect", "model": "LT", "batch": 4, "eta": [40],
              "algorithms": ["merit", "pasti"]},
-            {"kind": "im", "dataset": "ca-grqc", "model": "IC", "k": [5], "algorithms": ["imm"]},
+            {"kind": "im", "dataset": "toy-undirected", "model": "IC", "k": [3], "algorithms": ["imm"]},
         ],
     }
     snakemake(wd, "--cores", "2", "--configfile", write_yaml(tmp_path / "mirror.yaml", config))
 
-    registry = yaml.safe_load((wd / "config" / "datasets.yaml").read_text())
-    for file, key in REGISTRY_KEYS.items():
-        raw = wd / "resources" / "raw" / key / file
-        assert hashlib.sha256(raw.read_bytes()).hexdigest() == rows[file]["sha256"] == registry[key]["sha256"]
-        assert not raw.with_name(file + ".part").exists()
-        log = (wd / "logs" / "download" / key / f"{file}.log").read_text()
+    for key, g in graphs.items():
+        raw = wd / "resources" / "raw" / key / g["file"]
+        assert hashlib.sha256(raw.read_bytes()).hexdigest() == g["sha256"]
+        assert not raw.with_name(g["file"] + ".part").exists()
+        log = (wd / "logs" / "download" / key / f"{g['file']}.log").read_text()
         assert url in log and "checked" in log and "not checked" not in log
         stats = json.loads((wd / "resources" / "graphs" / f"{key}.gcsr.json").read_text())
-        assert (stats["n"], stats["m"]) == (rows[file]["nodes"], rows[file]["arcs"])
+        assert (stats["n"], stats["m"]) == (g["n"], g["m"])
+    assert not (wd / "resources" / "extracted" / "toy-konect.txt").exists()  # temp(): removed after use
     datasets = {r["dataset"]: r for r in read_csv(wd / "results" / "tables" / "datasets.csv")}
-    assert set(datasets) == set(keys)
-    assert all(r["size_check"] == "match (exact)" and r["sha256_check"] == "match" for r in datasets.values())
+    assert set(datasets) == set(graphs)
+    assert all(r["size_check"] == "match (exact)" for r in datasets.values())
+    # (the table compares with the preprocessed file's digest: an archive's is checked by the download only)
+    assert all(datasets[key]["sha256_check"] == "match" for key in ("toy-directed", "toy-undirected"))
     summary = read_csv(wd / "results" / "tables" / "amcss_summary.csv")
-    assert len(summary) == 8 and all(r["verified"] == "True" for r in summary)
+    assert len(summary) == 5 and all(r["verified"] == "True" for r in summary)
     im = read_csv(wd / "results" / "tables" / "im_summary.csv")
     assert len(im) == 1 and im[0]["verified"] == "True"
-    assert (wd / "results" / "figures" / "amcss_verification.png").exists()
     # second run: nothing to do, even though the mirror's port would differ next time
     proc = snakemake(wd, "--cores", "2", "--configfile", tmp_path / "mirror.yaml")
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
-def test_corrupt_and_truncated_downloads_fail_cleanly(shared_data, http_mirror, tmp_path):
+def _corrupt(data: bytes, at: int) -> bytes:
+    bad = bytearray(data)
+    bad[at] ^= 0x40
+    return bytes(bad)
+
+
+def _assert_failed_cleanly(wd: Path, out: str, key: str, file: str) -> None:
+    log = (wd / "logs" / "download" / key / f"{file}.log").read_text()
+    assert f"dataset '{key}'" in log and "sha256 mismatch" in log and "nothing was kept" in log
+    assert f"download failed: dataset '{key}'" in out
+    raw = wd / "resources" / "raw" / key
+    assert not raw.exists() or list(raw.iterdir()) == [], f"left behind: {list(raw.iterdir())}"
+    assert not (wd / "resources" / "graphs" / f"{key}.gcsr").exists()
+
+
+def test_corrupt_and_truncated_downloads_fail_cleanly(toy_mirror, http_mirror, tmp_path):
+    folder, graphs, registry = toy_mirror
     served = tmp_path / "served"
     served.mkdir()
-    corrupt = bytearray((shared_data / "wiki-Vote.txt.gz").read_bytes())
-    corrupt[len(corrupt) // 2] ^= 0x40
-    (served / "wiki-Vote.txt.gz").write_bytes(bytes(corrupt))
-    data = (shared_data / "email-Eu-core.txt.gz").read_bytes()
-    (served / "email-Eu-core.txt.gz").write_bytes(data[: len(data) // 2])
-    shutil.copy2(shared_data / "ca-GrQc.txt.gz", served / "ca-GrQc.txt.gz")
-    wd = workdir(tmp_path)
+    bad = graphs["toy-directed"]["file"]
+    (served / bad).write_bytes(_corrupt((folder / bad).read_bytes(), 40))
+    short = graphs["toy-undirected"]["file"]
+    (served / short).write_bytes((folder / short).read_bytes()[:-100])
+    shutil.copy2(folder / graphs["toy-konect"]["file"], served)
+    wd = toy_workdir(tmp_path, registry)
     url = http_mirror(served)
-    proc = snakemake(wd, "resources/graphs/wiki-vote.gcsr", "resources/graphs/email-eu-core.gcsr",
-                     "resources/graphs/ca-grqc.gcsr", "--cores", "2", "--keep-going", "--config", f"mirror={url}",
-                     check=False)
+    proc = snakemake(wd, *(f"resources/graphs/{key}.gcsr" for key in graphs), "--cores", "2", "--keep-going",
+                     "--config", "registry=config/test-registry.yaml", f"mirror={url}", check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    for key, file in (("wiki-vote", "wiki-Vote.txt.gz"), ("email-eu-core", "email-Eu-core.txt.gz")):
-        log = (wd / "logs" / "download" / key / f"{file}.log").read_text()
-        assert f"dataset '{key}'" in log and "sha256 mismatch" in log and "nothing was kept" in log
-        assert f"download failed: dataset '{key}'" in out
-        raw = wd / "resources" / "raw" / key
-        assert not raw.exists() or list(raw.iterdir()) == [], f"left behind: {list(raw.iterdir())}"
-        assert not (wd / "resources" / "graphs" / f"{key}.gcsr").exists()
-    # the good dataset of the same run went through (--keep-going)
-    assert (wd / "resources" / "graphs" / "ca-grqc.gcsr").exists()
+    _assert_failed_cleanly(wd, out, "toy-directed", bad)
+    _assert_failed_cleanly(wd, out, "toy-undirected", short)
+    # the good dataset of the same run went through (--keep-going), extracted from its archive
+    assert (wd / "resources" / "graphs" / "toy-konect.gcsr").exists()
 
 
-def test_corrupt_file_in_a_local_mirror_directory(shared_data, tmp_path):
+def test_corrupt_file_in_a_local_mirror_directory(toy_mirror, tmp_path):
+    folder, graphs, registry = toy_mirror
     mirror = tmp_path / "mirror"
     mirror.mkdir()
-    data = bytearray((shared_data / "facebook_combined.txt.gz").read_bytes())
-    data[100] ^= 0x01
-    (mirror / "facebook_combined.txt.gz").write_bytes(bytes(data))
-    wd = workdir(tmp_path)
-    proc = snakemake(wd, "resources/graphs/facebook.gcsr", "--cores", "1", "--config", f"mirror={mirror}", check=False)
+    file = graphs["toy-undirected"]["file"]
+    (mirror / file).write_bytes(_corrupt((folder / file).read_bytes(), 100))
+    wd = toy_workdir(tmp_path, registry)
+    proc = snakemake(wd, "resources/graphs/toy-undirected.gcsr", "--cores", "1", "--config",
+                     "registry=config/test-registry.yaml", f"mirror={mirror}", check=False)
     assert proc.returncode != 0
-    assert "download failed: dataset 'facebook'" in proc.stdout + proc.stderr
-    raw = wd / "resources" / "raw" / "facebook"
-    assert not raw.exists() or list(raw.iterdir()) == []
+    _assert_failed_cleanly(wd, proc.stdout + proc.stderr, "toy-undirected", file)
+
+
+def test_reference_config_works_from_its_mirror(shared_data, tmp_path):
+    """config/reference-gpu.yaml from a folder holding the files it lists: every download is checked."""
+    wd = workdir(tmp_path)
+    config = yaml.safe_load((wd / "config" / "reference-gpu.yaml").read_text())
+    registry = yaml.safe_load((wd / "config" / "datasets.yaml").read_text())
+    raw = [f"resources/raw/{key}/{registry[key].get('file') or registry[key]['url'].rsplit('/', 1)[-1]}"
+           for key in sorted({e["dataset"] for e in config["experiments"]})]
+    snakemake(wd, *raw, "--cores", "2", "--configfile", "config/reference-gpu.yaml", "--config",
+              f"mirror={shared_data}")
+    for path in raw:
+        log = (wd / "logs" / "download" / Path(path).relative_to("resources/raw")).with_suffix(
+            Path(path).suffix + ".log").read_text()
+        assert (wd / path).is_file() and "checked" in log and "not checked" not in log, path
+
+
+@pytest.mark.slow
+def test_real_snap_graphs_through_http_mirror(shared_data, http_mirror, tmp_path):
+    """The real registry entries of the six small SNAP graphs, from a mirror of the real files."""
+    rows = {r["file"]: r for r in manifest_rows()}
+    assert set(rows) == set(REGISTRY_KEYS), "MANIFEST.md and the registry disagree on the local graphs"
+    wd = workdir(tmp_path)
+    url = http_mirror(shared_data)
+    config = {
+        "mirror": url + "/",
+        "realizations": 1,
+        "verify": {"runs": 300},
+        "experiments": [
+            {"kind": "amcss", "dataset": k, "model": "IC", "batch": 16, "eta": [50], "algorithms": ["merit"]}
+            for k in REGISTRY_KEYS.values()
+        ],
+    }
+    snakemake(wd, "--cores", "2", "--configfile", write_yaml(tmp_path / "mirror.yaml", config))
+    registry = yaml.safe_load((wd / "config" / "datasets.yaml").read_text())
+    for file, key in REGISTRY_KEYS.items():
+        raw = wd / "resources" / "raw" / key / file
+        assert hashlib.sha256(raw.read_bytes()).hexdigest() == rows[file]["sha256"] == registry[key]["sha256"]
+        stats = json.loads((wd / "resources" / "graphs" / f"{key}.gcsr.json").read_text())
+        assert (stats["n"], stats["m"]) == (rows[file]["nodes"], rows[file]["arcs"])
+    summary = read_csv(wd / "results" / "tables" / "amcss_summary.csv")
+    assert len(summary) == 6 and all(r["verified"] == "True" for r in summary)
 
 
 def test_failed_verification_fails_the_workflow(tmp_path):

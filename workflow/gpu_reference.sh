@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Reference run of the workflow on a GPU machine: backend cuda on the six graphs of
-# ../shared/data/snap (config/reference-gpu.yaml), then tables, figures, cell results, report and
-# provenance copied to OUTDIR (to be committed as results/reference/<name>/).
+# Reference run of the workflow on a GPU machine: backend cuda on the six graphs that
+# config/reference-gpu.yaml lists (read from a mirror folder), then tables, figures, cell results,
+# report and provenance copied to OUTDIR (to be committed as results/reference/<name>/).
 #
 #   workflow/gpu_reference.sh OUTDIR [extra snakemake arguments, e.g. --config realizations=1]
 #
 # Expects, in the repository root (the working directory it switches to):
-#   .shared_data/   the six .txt.gz files of ../shared/data/snap (git-ignored; the run uses it as
-#                   its mirror, so no network is needed; checksums are checked by the download rule)
+#   .shared_data/   the six .txt.gz files config/reference-gpu.yaml lists, with their SHA-256
+#                   (git-ignored; the run uses it as its mirror, so no network is needed; the
+#                   download rule checks every checksum)
 #   .whl/           optional: wheels to install snakemake / cupy / gpucore from when missing (no index)
 # Environment: PYTHON (default python3), CORES (default all).
 set -euo pipefail
@@ -55,9 +56,9 @@ if [ "${ALLOW_CPU:-0}" != 1 ]; then  # ALLOW_CPU=1: rehearsal without a GPU (wit
         || { echo "no CUDA device visible to CuPy: this script is for the GPU machine" >&2; exit 1; }
 fi
 
-# 2. data: the six graphs as a local mirror
+# 2. data: the six graphs of config/reference-gpu.yaml as a local mirror
 for f in wiki-Vote.txt.gz email-Eu-core.txt.gz soc-Epinions1.txt.gz facebook_combined.txt.gz ca-GrQc.txt.gz nethept.txt.gz; do
-    [ -f ".shared_data/$f" ] || { echo "missing .shared_data/$f (copy ../shared/data/snap/*.txt.gz there)" >&2; exit 1; }
+    [ -f ".shared_data/$f" ] || { echo "missing .shared_data/$f (the mirror files config/reference-gpu.yaml lists)" >&2; exit 1; }
 done
 
 # 3. the workflow

@@ -1,6 +1,7 @@
 """Adaptive minimum-cost seed selection: MERIT (Algorithm 1 with Update) and PASTI / ASTI / GAMCSS.
 
-Spec: ``../shared/specs/amcss-merit.md``; user docs: ``docs/amcss.md``.
+Paper: [MERIT] Sections 2-3 (keys of ``docs/references.md``); user docs: ``docs/amcss.md``,
+``docs/amcss-gpu.md``; where this package departs from the paper, ``docs/amcss.md`` says why.
 
 Use::
 
@@ -12,7 +13,8 @@ Structure (a Python driver over per-backend primitives)
 -------------------------------------------------------
 - ``bounds``      pure math of the acceptance test (theta_max, theta_0, H, a1, a2, Lambda_l/u).
 - ``layout``      the collection arrays (segment/offset layout), sizing, memory budget, host export.
-- ``primitives``  the ``Primitives`` interface a backend implements (below); ``load_primitives``.
+- ``primitives``  the ``Primitives`` interface a backend implements (below); the contract only.
+- ``backends``    the factory: ``load_primitives(name)`` / ``make_primitives(graph, model, backend, ...)``.
 - ``driver``      Algorithm 1: rounds, theta doubling, acceptance, timings, result JSON.
 - ``cpu`` / ``kernels_cpu``  the CPU backend (NumPy + Numba, parallel over segments).
 - a CUDA backend plugs in as ``gpucore/amcss/cuda.py`` defining ``CudaPrimitives`` (issue 5).
@@ -91,9 +93,10 @@ fresh ones only given A_i; PASTI (update=False) draws every round's sets with ne
 """
 
 from gpucore.amcss.bounds import RoundBounds, round_bounds
-from gpucore.amcss.driver import make_primitives, run_amcss, run_realization, sample_seed_of, validate
+from gpucore.amcss.backends import load_primitives, make_primitives
+from gpucore.amcss.driver import run_amcss, run_realization, sample_seed_of, validate
 from gpucore.amcss.layout import Collection, collection_sets
-from gpucore.amcss.primitives import Primitives, load_primitives
+from gpucore.amcss.primitives import Primitives
 
 __all__ = [
     "Collection",

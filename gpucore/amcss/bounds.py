@@ -1,4 +1,4 @@
-"""The acceptance test of MERIT's Algorithm 1 (spec ``amcss-merit.md``, printed typos fixed).
+"""The acceptance test of MERIT's Algorithm 1 ([MERIT] Section 3, with the paper's typos fixed).
 
 Pure functions of (n_i, b, eps) and the coverage Lambda; no arrays, no randomness. Per round::
 

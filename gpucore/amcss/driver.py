@@ -1,34 +1,38 @@
 """Algorithm 1 (MERIT) and its regenerating baselines, backend-independent.
 
-``run_amcss`` validates the input, builds the backend's ``Primitives`` once and runs every world
-realization: per round it computes the bounds (``gpucore.amcss.bounds``), updates (MERIT) or
-clears (PASTI/ASTI) the collection, generates sets while the batch fails the acceptance test
-(theta doubling up to theta_max, accepted there anyway), observes the diffusion of the batch on
-the world and Discovers the polluted sets. Every phase is timed; the result is a JSON-ready dict.
+``run_amcss`` validates the input, builds the backend's ``Primitives`` once (``backends``) and
+runs every world realization (``run_realization``). A round has three steps, one function each:
+
+1. ``prepare_collection``: Update every set to the round (MERIT; shrinking it as k grows) or clear
+   the collection (PASTI/ASTI, and MERIT after a round that left it too polluted);
+2. ``select_batch``: generate sets while the greedy batch fails the acceptance test (theta
+   doubling up to theta_max, accepted there anyway);
+3. ``observe_batch``: commit the batch, observe its diffusion on the world, Discover(A_i) (MERIT);
+
+then ``round_record`` logs it. Every phase is timed with ``gpucore.timing.Phases``; the result is
+a JSON-ready dict.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from datetime import datetime, timezone
 
 import numpy as np
 
-from gpucore.amcss.bounds import round_bounds
-from gpucore.amcss.layout import MemoryBudget
-from gpucore.amcss.primitives import Primitives, load_primitives
-from gpucore.backend import available_ram, get_backend
+from gpucore.amcss.backends import make_primitives
+from gpucore.amcss.bounds import RoundBounds, round_bounds
+from gpucore.amcss.primitives import Primitives
+from gpucore.backend import get_backend
 from gpucore.errors import GpucoreError
 from gpucore.graph.costs import check_costs
 from gpucore.graph.model import Graph
 from gpucore.progress import status
 from gpucore.random import Stream, mix_py, world_seed_of
+from gpucore.timing import Phases
 
 MODELS = ("IC", "LT")
 PHASES = ("generate", "update", "select", "diffuse", "discover")
-#: share of the available RAM used as the default memory budget
-DEFAULT_BUDGET_SHARE = 0.8
 #: MERIT regenerates a round whose collection is at least this polluted (see run_realization)
 POLLUTION_LIMIT = 0.9
 
@@ -68,33 +72,116 @@ def validate(graph: Graph, model: str, eta, batch, eps, realizations) -> None:
     check_costs(np.asarray(cost), f"{graph.path}: seed costs")
 
 
-def make_primitives(graph: Graph, model: str, backend: str = "cpu", threads: int | None = None,
-                    memory_budget: int | None = None, segments: int | None = None,
-                    beta: int | None = None) -> Primitives:
-    """The backend's primitives for (graph, model) under a memory budget (bytes; default from RAM).
-    ``beta``: the CUDA backend's Update load-balancing groups (default: per round from the roots per
-    set, ``cuda.auto_beta``); the CPU ignores it."""
-    be = get_backend(backend)
-    if backend == "auto" and be.is_cuda:
-        try:
-            load_primitives("cuda")
-        except GpucoreError:  # no CUDA primitives in this build yet: auto means "best available"
-            be = get_backend("cpu")
-    if memory_budget is None:
-        memory_budget = int(be.free_memory() * DEFAULT_BUDGET_SHARE) if be.is_cuda else int(
-            available_ram() * DEFAULT_BUDGET_SHARE)
-    if memory_budget <= 0:
-        raise GpucoreError(f"--memory-budget {memory_budget}: must be positive")
-    budget = MemoryBudget(memory_budget, what=f"amcss on {graph.path}")
-    cls = load_primitives(be.name)
-    extra = {"beta": beta} if be.name == "cuda" else {}
-    return cls(graph, model, budget=budget, threads=threads, segments=segments, **extra)
+def prepare_collection(prims: Primitives, bounds: RoundBounds, k: float, k_prev: float, rnd: int, update: bool,
+                       shrink: bool, regenerate: bool, phases: Phases) -> dict | None:
+    """Step 1 of a round: bring the collection to round ``rnd`` before any set is drawn.
+
+    PASTI/ASTI (``update=False``) drop every set. MERIT drops them too when ``regenerate`` (the last
+    round left the collection too polluted: ``run_realization``); otherwise, when sets exist, it
+    shrinks the collection as k grows (``shrink``: keep ceil(theta k_{i-1} / k_i) sets, at least
+    theta_0, sets growing about linearly with k) and Updates every set to k_i = ``k`` (Lemmas 3.4
+    and 3.6), timed as phase "update". Returns Update's statistics (None when nothing was updated).
+    """
+    if not update or regenerate:
+        prims.clear()
+    if not (update and prims.theta > 0):
+        return None
+    with phases.phase("update"):
+        trimmed = 0
+        if shrink and k > k_prev:
+            keep = max(bounds.theta_0_int, int(math.ceil(prims.theta * k_prev / k)))
+            if keep < prims.theta:
+                trimmed = prims.theta - keep
+                prims.trim(keep)
+        stats = prims.update(k, rnd, min_keep=bounds.theta_0_int)
+    if trimmed:
+        stats["shrunk"] = trimmed
+    return stats
+
+
+def select_batch(prims: Primitives, bounds: RoundBounds, k: float, rnd: int, update: bool,
+                 phases: Phases) -> tuple[np.ndarray, int, int, bool]:
+    """Step 2 of a round: draw sets until the greedy batch passes the acceptance test.
+
+    Starting from theta = max(sets kept, theta_0), generate fresh sets up to theta (phase
+    "generate"), select a batch of b seeds (phase "select") and test its coverage
+    (``RoundBounds.accept``); on failure double theta, up to theta_max, where the batch is accepted
+    anyway (MERIT Algorithm 1, lines 5-12). Returns (seeds, coverage, trials, accepted by the test).
+    """
+    theta = max(prims.theta, bounds.theta_0_int)
+    trials = 0
+    while True:
+        if theta > prims.theta:
+            with phases.phase("generate"):
+                prims.generate(theta, k, rnd)
+        with phases.phase("select"):
+            seeds, coverage = prims.select(bounds.b, last_discover=update)
+        trials += 1
+        accepted = bounds.accept(coverage)
+        if accepted or theta >= bounds.theta_max_int:
+            return seeds, int(coverage), trials, accepted
+        theta = min(2 * theta, bounds.theta_max_int)
+
+
+def observe_batch(prims: Primitives, seeds: np.ndarray, update: bool, eta_i: int,
+                  phases: Phases) -> tuple[np.ndarray, int | None]:
+    """Step 3 of a round: accept the batch (cnt <- cnt', phase "select"), observe its diffusion on
+    the world (phase "diffuse") and, for MERIT when users remain to activate (``eta_i`` minus the
+    newly active > 0), Discover(A_i): flag the sets the newly active users pollute (phase
+    "discover"). Returns (newly active ids, sets flagged by Discover or None)."""
+    with phases.phase("select"):
+        prims.commit()
+    with phases.phase("diffuse"):
+        newly = prims.diffuse(seeds)
+    if not (update and eta_i - int(newly.size) > 0):
+        return newly, None
+    with phases.phase("discover"):
+        polluted = prims.discover_active()
+    return newly, int(polluted)
+
+
+def round_record(graph: Graph, prims: Primitives, rnd: int, seeds: np.ndarray, newly: np.ndarray, eta_i: int,
+                 n_i: int, k: float, bounds: RoundBounds, trials: int, coverage: int, accepted: bool,
+                 phases: Phases, upd_stats: dict | None, regenerated: bool, polluted: int | None) -> dict:
+    """The JSON record of round ``rnd`` (what the result file logs and the oracle replays): its seeds
+    (original and internal ids), their cost, the newly active count, the collection and the bounds,
+    the seconds per phase, and for MERIT the Update statistics and the pollution left behind
+    (fraction of the sets flagged: covered by the batch or holding a newly active user)."""
+    record = {
+        "round": rnd,
+        "seeds": [int(x) for x in np.asarray(graph.original_id)[seeds]],
+        "seed_ids": [int(x) for x in seeds],
+        "cost": float(np.asarray(graph.cost)[seeds].astype(np.float64).sum()),
+        "newly_active": int(newly.size),
+        "theta": int(prims.theta),
+        "eta_before": int(eta_i),
+        "n_residual": int(n_i),
+        "k": k,
+        "trials": trials,
+        "theta_0": bounds.theta_0_int,
+        "theta_max": bounds.theta_max_int,
+        "coverage": int(coverage),
+        "accepted_by": "test" if accepted else "theta_max",
+        "seconds": dict(phases.seconds),
+    }
+    if upd_stats is not None:
+        record["update"] = upd_stats
+    if regenerated:
+        record["regenerated"] = True
+    if polluted is not None:
+        record["polluted"] = int(polluted)
+        record["pollution"] = (coverage + polluted) / prims.theta if prims.theta else None
+    return record
 
 
 def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch: int, eps: float,
                     world_seed: int, sample_seed: int, update: bool = True, label: str = "",
                     on_round=None, shrink: bool = True, pollution_limit: float = POLLUTION_LIMIT) -> dict:
     """One adaptive run on one world realization; returns its JSON-ready record.
+
+    Each round i: the bounds of (n_i, b, eps) (``round_bounds``), ``prepare_collection``,
+    ``select_batch``, ``observe_batch``, then the round's record; rounds go on until eta users are
+    active. Every step is timed per phase (``PHASES``) with the backend's device waits.
 
     ``shrink`` (MERIT only): when k_i grows, keep ceil(theta k_{i-1} / k_i) sets (at least
     theta_0), dropping the newest ones, before the Update: sets grow about linearly with k, so the
@@ -103,111 +190,44 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
     ``shrink=False`` the collection never shrinks (the paper's Algorithm 1).
 
     ``pollution_limit`` (MERIT only): when at least this fraction of the sets ended round i-1
-    polluted (covered by its batch, or holding a node it activated; the record's ``pollution``), the round regenerates its collection (as PASTI) instead of updating it: a polluted set
-    is rebuilt from its inactive roots anyway (Lemma 3.6), at the cost of a fresh one, and the
-    regeneration's theta doubling keeps only as many sets as the acceptance test needs. Measured at
-    LiveJournal size (results/reference/bench-merit-gpu.md): 92-100 % of the sets polluted every
-    round, where Update lost to regeneration; below 30 % on the other graphs. ``> 1`` never."""
-    t_start = time.perf_counter()
-    prims.start(world_seed, sample_seed)
-    eta_i = int(eta)
+    polluted (covered by its batch, or holding a node it activated; the record's ``pollution``), the
+    round regenerates its collection (as PASTI) instead of updating it: a polluted set is rebuilt
+    from its inactive roots anyway (Lemma 3.6), at the cost of a fresh one, and the regeneration's
+    theta doubling keeps only as many sets as the acceptance test needs. Measured at LiveJournal
+    size (results/reference/bench-merit-gpu.md): 92-100 % of the sets polluted every round, where
+    Update lost to regeneration; below 30 % on the other graphs. ``> 1`` never."""
+    sync = get_backend(prims.name).synchronize
+    timer = Phases(("realization",), sync=sync)
     rounds = []
-    total_cost = 0.0
-    active = 0
-    rnd = 0
-    k_prev = 0.0
-    cost = np.asarray(graph.cost)
-    pollution = None  # fraction of the sets polluted at the end of the last round (MERIT)
-    while eta_i > 0:
-        rnd += 1
-        sec = dict.fromkeys(PHASES, 0.0)
-        n_i = prims.n_residual
-        bounds = round_bounds(n_i, batch, eps)
-        k = n_i / eta_i
-        upd_stats = None
-        t = time.perf_counter()
-        trimmed = 0
-        regenerated = bool(update and pollution is not None and pollution >= pollution_limit)
-        if regenerated:
-            prims.clear()
-        if update and shrink and prims.theta > 0 and k > k_prev:
-            # sets grow with k; keep about the same number of entries (never below theta_0)
-            keep = max(bounds.theta_0_int, int(math.ceil(prims.theta * k_prev / k)))
-            if keep < prims.theta:
-                trimmed = prims.theta - keep
-                prims.trim(keep)
-        if update and prims.theta > 0:
-            upd_stats = prims.update(k, rnd, min_keep=bounds.theta_0_int)
-            if trimmed:
-                upd_stats["shrunk"] = trimmed
-            sec["update"] += time.perf_counter() - t
-        elif not update:
-            prims.clear()
-        theta = max(prims.theta, bounds.theta_0_int)
-        trials = 0
-        while True:
-            if theta > prims.theta:
-                t = time.perf_counter()
-                prims.generate(theta, k, rnd)
-                sec["generate"] += time.perf_counter() - t
-            t = time.perf_counter()
-            seeds, coverage = prims.select(bounds.b, last_discover=update)
-            sec["select"] += time.perf_counter() - t
-            trials += 1
-            accepted = bounds.accept(coverage)
-            if accepted or theta >= bounds.theta_max_int:
-                break
-            theta = min(2 * theta, bounds.theta_max_int)
-        t = time.perf_counter()
-        prims.commit()
-        sec["select"] += time.perf_counter() - t
-        t = time.perf_counter()
-        newly = prims.diffuse(seeds)
-        sec["diffuse"] += time.perf_counter() - t
-        eta_i -= int(newly.size)
-        active += int(newly.size)
-        polluted = None
-        if update and eta_i > 0:
-            t = time.perf_counter()
-            polluted = prims.discover_active()
-            sec["discover"] += time.perf_counter() - t
-        k_prev = k
-        round_cost = float(cost[seeds].astype(np.float64).sum())
-        total_cost += round_cost
-        record = {
-            "round": rnd,
-            "seeds": [int(x) for x in np.asarray(graph.original_id)[seeds]],
-            "seed_ids": [int(x) for x in seeds],
-            "cost": round_cost,
-            "newly_active": int(newly.size),
-            "theta": int(prims.theta),
-            "eta_before": int(eta_i + newly.size),
-            "n_residual": int(n_i),
-            "k": k,
-            "trials": trials,
-            "theta_0": bounds.theta_0_int,
-            "theta_max": bounds.theta_max_int,
-            "coverage": int(coverage),
-            "accepted_by": "test" if accepted else "theta_max",
-            "seconds": sec,
-        }
-        if upd_stats is not None:
-            record["update"] = upd_stats
-        if regenerated:
-            record["regenerated"] = True
-        if polluted is not None:
-            # flagged: the sets the batch covers (flagged by Select) and those Discover(A_i) flagged
-            pollution = (coverage + polluted) / prims.theta if prims.theta else None
-            record["polluted"] = int(polluted)
-            record["pollution"] = pollution
-        rounds.append(record)
-        if on_round is not None:
-            on_round(record)
-        status(
-            f"{label}round {rnd}: +{newly.size} active ({active:,}/{eta:,}), batch cost {round_cost:.4g}, "
-            f"theta {prims.theta:,} after {trials} trial(s)"
-        )
-    seconds = time.perf_counter() - t_start
+    with timer.phase("realization"):
+        prims.start(world_seed, sample_seed)
+        eta_i, active, k_prev = int(eta), 0, 0.0
+        pollution = None  # fraction of the sets polluted at the end of the last round (MERIT)
+        while eta_i > 0:
+            rnd = len(rounds) + 1
+            phases = Phases(PHASES, sync=sync)
+            n_i = prims.n_residual
+            bounds = round_bounds(n_i, batch, eps)
+            k = n_i / eta_i
+            regenerate = bool(update and pollution is not None and pollution >= pollution_limit)
+            upd_stats = prepare_collection(prims, bounds, k, k_prev, rnd, update, shrink, regenerate, phases)
+            seeds, coverage, trials, accepted = select_batch(prims, bounds, k, rnd, update, phases)
+            newly, polluted = observe_batch(prims, seeds, update, eta_i, phases)
+            k_prev = k
+            record = round_record(graph, prims, rnd, seeds, newly, eta_i, n_i, k, bounds, trials, coverage, accepted,
+                                  phases, upd_stats, regenerate, polluted)
+            eta_i -= int(newly.size)
+            active += int(newly.size)
+            if polluted is not None:
+                pollution = record["pollution"]
+            rounds.append(record)
+            if on_round is not None:
+                on_round(record)
+            status(
+                f"{label}round {rnd}: +{newly.size} active ({active:,}/{eta:,}), batch cost {record['cost']:.4g}, "
+                f"theta {prims.theta:,} after {trials} trial(s)"
+            )
+    total_cost = float(sum(r["cost"] for r in rounds))
     return {
         "world_seed": int(world_seed),
         "sample_seed": int(sample_seed),
@@ -217,7 +237,7 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
         "seeds_count": int(sum(len(r["seed_ids"]) for r in rounds)),
         "active": active,
         "reached": active >= eta,
-        "seconds": seconds,
+        "seconds": timer.total,
         "seconds_by_phase": {p: float(sum(r["seconds"][p] for r in rounds)) for p in PHASES},
     }
 
@@ -230,9 +250,9 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
     """Run AMCSS (MERIT with ``update=True``; PASTI / ASTI (threads=1) / GAMCSS (cuda) without)."""
     validate(graph, model, eta, batch, eps, realizations)
     eta, batch, eps, realizations = int(eta), int(batch), float(eps), int(realizations)
-    t0 = time.perf_counter()
-    prims = primitives or make_primitives(graph, model, backend, threads, memory_budget, segments, beta)
-    setup = time.perf_counter() - t0
+    setup = Phases(("setup",))
+    with setup.phase("setup"):
+        prims = primitives or make_primitives(graph, model, backend, threads, memory_budget, segments, beta)
     be = get_backend(prims.name)
     out_real = []
     for r in range(first_realization, first_realization + realizations):
@@ -281,7 +301,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
             "mean_active": float(np.mean([r["active"] for r in out_real])),
             "mean_seconds": float(np.mean([r["seconds"] for r in out_real])),
             "total_seconds": float(sum(r["seconds"] for r in out_real)),
-            "setup_seconds": setup,
+            "setup_seconds": setup.total,
             "seconds_by_phase": {p: float(sum(r["seconds_by_phase"][p] for r in out_real)) for p in PHASES},
             "max_theta": int(max(rd["theta"] for r in out_real for rd in r["rounds"])),
         },

@@ -83,6 +83,193 @@ def _lt_pick(lt_cum, lo, hi, r):
     return a
 
 
+# ---- build_set and its steps (the seams of its CUDA twin am_build_set, amcss_common.cuh) --------
+# Each step takes the segment (mrr, seg_base, l), the thread's scratch (mark[tid], delta[tid],
+# buf[tid]) and the stamp base of the set in progress; positions are logical (entry p lives at
+# mrr[seg_base + p % l]); a step that would write at or past `guard` stops and reports overflow.
+
+
+@njit(inline="always", cache=True)
+def _root_draw(seed, jj, rr, d, residual, n_res):
+    """Root draw ``d`` of set ``jj`` in round ``rr``: residual[mix(seed, ROOT, j, rnd, d) mod n_res]."""
+    return residual[index_below(mix5(seed, ROOT, jj, rr, np.uint64(d)), n_res)]
+
+
+@njit(inline="always", cache=True)
+def _append(u, stamp, pos, mrr, seg_base, l, mark, tid, delta):
+    """Append ``u`` at logical ``pos`` with mark ``stamp`` and count it; returns pos + 1 (the caller
+    checked the guard)."""
+    mrr[seg_base + pos % l] = u
+    mark[tid, u] = stamp
+    delta[tid, u] += 1
+    return pos + 1
+
+
+@njit(cache=True)
+def copy_clean_set(mrr, seg_base, l, src_start, src_end, src_nroots, bw, mark, tid, base):
+    """Copy a clean source set to logical ``bw`` and mark it (its first ``src_nroots`` entries as
+    roots, the rest as members); its coverage stays counted (am_move, mode 0). Returns its end."""
+    for i in range(src_end - src_start):
+        v = mrr[seg_base + (src_start + i) % l]
+        mrr[seg_base + (bw + i) % l] = v
+        mark[tid, v] = base + 1 if i < src_nroots else base
+    return bw + src_end - src_start
+
+
+@njit(cache=True)
+def keep_inactive_roots(mrr, seg_base, l, src_start, src_nroots, bw, guard, active, mark, tid, base, buf, delta):
+    """Polluted source set: write its roots that are not active (K1) at logical ``bw``, marked as
+    roots and counted (am_count_inactive + am_move, mode 1). Returns |K1|, or -1 (nothing written)
+    when they would pass ``guard``."""
+    nk = 0
+    for i in range(src_nroots):
+        v = mrr[seg_base + (src_start + i) % l]
+        if active[v] == 0:
+            buf[tid, nk] = v
+            nk += 1
+    if bw + nk > guard:
+        return -1
+    for i in range(nk):
+        v = buf[tid, i]
+        mrr[seg_base + (bw + i) % l] = v
+        mark[tid, v] = base + 1
+        delta[tid, v] += 1
+    return nk
+
+
+@njit(cache=True)
+def draw_roots(t, pos, guard, mrr, seg_base, l, seed, jj, rr, residual, n_res, mark, tid, base, delta):
+    """Add ``t`` roots by rejection (am_draw_roots): draw d is ``residual[mix(seed, ROOT, j, rnd, d) mod
+    n_res]``; a root already is skipped, a member is promoted (marked root where it is: its reverse
+    BFS is done, Lemma 3.4), any other node is a fresh root appended at ``pos``.
+    Returns (new pos, overflow)."""
+    member = base
+    root = base + 1
+    d = 0
+    got = 0
+    while got < t:
+        u = _root_draw(seed, jj, rr, d, residual, n_res)
+        d += 1
+        mu = mark[tid, u]
+        if mu == root:
+            continue
+        got += 1
+        if mu == member:
+            mark[tid, u] = root
+            continue
+        if pos >= guard:
+            return pos, True
+        pos = _append(u, root, pos, mrr, seg_base, l, mark, tid, delta)
+    return pos, False
+
+
+@njit(cache=True)
+def draw_complement(e, pos, guard, mrr, seg_base, l, seed, jj, rr, residual, n_res, mark, tid, base, buf, delta):
+    """Complement root draw (am_complement), for root counts above half of V_i minus the roots: the
+    same draws pick the ``e`` nodes that do NOT become roots (marked excluded), then every other node
+    of V_i that is no root yet becomes one (members promoted, others appended at ``pos``), and the
+    exclusion marks are undone. Returns (new pos, overflow); on overflow the marks are left as they
+    are (the set is abandoned)."""
+    member = base
+    root = base + 1
+    excl = base + 2
+    excl_member = base + 3
+    d = 0
+    got = 0
+    while got < e:
+        u = _root_draw(seed, jj, rr, d, residual, n_res)
+        d += 1
+        mu = mark[tid, u]
+        if mu == root or mu == excl or mu == excl_member:
+            continue
+        buf[tid, got] = u
+        got += 1
+        mark[tid, u] = excl_member if mu == member else excl
+    for idx in range(n_res):
+        u = residual[idx]
+        mu = mark[tid, u]
+        if mu == root or mu == excl or mu == excl_member:
+            continue
+        if mu == member:
+            mark[tid, u] = root
+            continue
+        if pos >= guard:
+            return pos, True
+        pos = _append(u, root, pos, mrr, seg_base, l, mark, tid, delta)
+    for i in range(e):
+        u = buf[tid, i]
+        mark[tid, u] = member if mark[tid, u] == excl_member else 0
+    return pos, False
+
+
+@njit(cache=True)
+def probe_lt(rp, pos, guard, mrr, seg_base, l, seed, jj, in_indptr, in_src, lt_cum, active, mark, tid, base, delta):
+    """LT reverse BFS from the entries [rp, pos) (am_probe / am_level_lt; the set's entries are the
+    queue): node v takes attempts a = 0, 1, ... ``lt_draw(mix(seed, LT_CHOICE, j, v, a))`` until it
+    picks no in-arc or an inactive source (correction 4); a new source is appended as a member.
+    Returns (new pos, overflow)."""
+    while rp < pos:
+        v = mrr[seg_base + rp % l]
+        rp += 1
+        klo = in_indptr[v]
+        khi = in_indptr[v + 1]
+        if khi == klo:
+            continue
+        last = lt_cum[khi - 1]
+        a = 0
+        while True:
+            r = lt_draw(mix5(seed, LT_CHOICE, jj, np.uint64(v), np.uint64(a)))
+            a += 1
+            if r >= last:
+                break  # no in-arc chosen
+            u = in_src[_lt_pick(lt_cum, klo, khi, r)]
+            if active[u] != 0:
+                continue  # rejection: condition on "u not yet active" (correction 4)
+            if mark[tid, u] < base:
+                if pos >= guard:
+                    return pos, True
+                pos = _append(u, base, pos, mrr, seg_base, l, mark, tid, delta)
+            break
+    return pos, False
+
+
+@njit(cache=True)
+def probe_ic(rp, pos, guard, mrr, seg_base, l, seed, jj, in_indptr, in_src, in_eid, in_w, active, mark, tid, base,
+             delta):
+    """IC reverse BFS from the entries [rp, pos) (am_probe / am_level_ic): in-arc (u -> v) with
+    original id e is live iff ``uniform(step(mix(seed, COIN, j), e)) < p_e`` (correction 3); an
+    inactive source not yet in the set is appended as a member. Returns (new pos, overflow)."""
+    prefix = mix3(seed, COIN, jj)
+    while rp < pos:
+        v = mrr[seg_base + rp % l]
+        rp += 1
+        for k in range(in_indptr[v], in_indptr[v + 1]):
+            u = in_src[k]
+            if active[u] != 0 or mark[tid, u] >= base:
+                continue
+            if uniform(step(prefix, np.uint64(in_eid[k]))) < np.float64(in_w[k]):
+                if pos >= guard:
+                    return pos, True
+                pos = _append(u, base, pos, mrr, seg_base, l, mark, tid, delta)
+    return pos, False
+
+
+@njit(cache=True)
+def roots_first(first, pos, mrr, seg_base, l, mark, tid, base):
+    """Move the entries marked root in logical [first, pos) before the others, in place (a stable
+    pass; am_partition_roots / am_swap_fresh_roots give the same set, roots first, in another order)."""
+    w = first
+    for p in range(first, pos):
+        ip = seg_base + p % l
+        v = mrr[ip]
+        if mark[tid, v] == base + 1:
+            if p != w:
+                iw = seg_base + w % l
+                mrr[ip] = mrr[iw]
+                mrr[iw] = v
+            w += 1
+
+
 @njit(cache=True)
 def build_set(
     mode, mrr, seg_base, l, bw, guard, src_start, src_end, src_nroots,
@@ -103,189 +290,55 @@ def build_set(
     own keys, roots first. Returns (status, end, moved_start, moved_end, moved_nroots): status 1 =
     the guard was hit; then the source has been moved to ``[moved_start, moved_end)`` (or
     moved_start = -1 when it was not touched) and the coverage changes are undone.
+
+    Steps (as in am_build_set): source (``copy_clean_set`` / ``keep_inactive_roots``), roots
+    (``draw_roots``, or ``draw_complement`` for more than half of the candidates), reverse BFS
+    (``probe_ic`` / ``probe_lt``), then ``roots_first``; on a guard hit the coverage is undone.
     """
-    member = base
-    root = base + 1
-    excl = base + 2
-    excl_member = base + 3
     pos = bw
-    counted_from = bw
     c = 0
     moved_start = -1
     moved_end = -1
     moved_nroots = 0
     if mode == MODE_CLEAN:
-        ln = src_end - src_start
-        if bw + ln > guard:
+        if bw + (src_end - src_start) > guard:
             return 1, bw, -1, -1, 0
-        for i in range(ln):
-            v = mrr[seg_base + (src_start + i) % l]
-            mrr[seg_base + (bw + i) % l] = v
-            if i < src_nroots:
-                mark[tid, v] = root
-            else:
-                mark[tid, v] = member
-        pos = bw + ln
-        counted_from = pos
+        pos = copy_clean_set(mrr, seg_base, l, src_start, src_end, src_nroots, bw, mark, tid, base)
         c = src_nroots
-        moved_start = bw
-        moved_end = pos
-        moved_nroots = src_nroots
+        moved_start, moved_end, moved_nroots = bw, pos, src_nroots
     elif mode == MODE_POLLUTED:
-        nk = 0
-        for i in range(src_nroots):
-            v = mrr[seg_base + (src_start + i) % l]
-            if active[v] == 0:
-                buf[tid, nk] = v
-                nk += 1
-        if bw + nk > guard:
+        c = keep_inactive_roots(mrr, seg_base, l, src_start, src_nroots, bw, guard, active, mark, tid, base, buf,
+                                delta)
+        if c < 0:
             return 1, bw, -1, -1, 0
-        for i in range(nk):
-            v = buf[tid, i]
-            mrr[seg_base + (bw + i) % l] = v
-            mark[tid, v] = root
-            delta[tid, v] += 1
-        pos = bw + nk
-        c = nk
-        moved_start = bw
-        moved_end = pos
-        moved_nroots = nk
-    probe_from = pos if mode == MODE_CLEAN else bw
-    overflow = False
+        pos = bw + c
+        moved_start, moved_end, moved_nroots = bw, pos, c
+    counted_from = pos if mode == MODE_CLEAN else bw  # entries whose coverage this call added
+    probe_from = counted_from  # a clean set's members are already closed under reverse reachability
 
-    # ---- roots: extend to `target` by uniform draws from V_i minus the current roots
     t = target - c
     m = n_res - c
     jj = np.uint64(j)
-    rr = np.uint64(rnd)
+    overflow = False
     if t > 0 and 2 * t <= m:
-        d = 0
-        got = 0
-        while got < t:
-            h = mix5(seed, ROOT, jj, rr, np.uint64(d))
-            d += 1
-            u = residual[index_below(h, n_res)]
-            mu = mark[tid, u]
-            if mu == root:
-                continue
-            got += 1
-            if mu == member:
-                mark[tid, u] = root  # promoted: already in the set, its reverse BFS is done
-                continue
-            if pos >= guard:
-                overflow = True
-                break
-            mrr[seg_base + pos % l] = u
-            pos += 1
-            mark[tid, u] = root
-            delta[tid, u] += 1
+        pos, overflow = draw_roots(t, pos, guard, mrr, seg_base, l, seed, jj, np.uint64(rnd), residual, n_res, mark,
+                                   tid, base, delta)
     elif t > 0:
-        # complement: choose the m - t nodes of V_i \ K that do NOT become roots, then take the rest
-        e = m - t
-        d = 0
-        got = 0
-        while got < e:
-            h = mix5(seed, ROOT, jj, rr, np.uint64(d))
-            d += 1
-            u = residual[index_below(h, n_res)]
-            mu = mark[tid, u]
-            if mu == root or mu == excl or mu == excl_member:
-                continue
-            buf[tid, got] = u
-            got += 1
-            if mu == member:
-                mark[tid, u] = excl_member
-            else:
-                mark[tid, u] = excl
-        for idx in range(n_res):
-            u = residual[idx]
-            mu = mark[tid, u]
-            if mu == root or mu == excl or mu == excl_member:
-                continue
-            if mu == member:
-                mark[tid, u] = root
-                continue
-            if pos >= guard:
-                overflow = True
-                break
-            mrr[seg_base + pos % l] = u
-            pos += 1
-            mark[tid, u] = root
-            delta[tid, u] += 1
-        if not overflow:
-            for i in range(e):
-                u = buf[tid, i]
-                if mark[tid, u] == excl_member:
-                    mark[tid, u] = member
-                else:
-                    mark[tid, u] = 0
-
-    # ---- reverse BFS (the set's own entries are the queue)
+        pos, overflow = draw_complement(m - t, pos, guard, mrr, seg_base, l, seed, jj, np.uint64(rnd), residual,
+                                        n_res, mark, tid, base, buf, delta)
     if not overflow:
-        rp = probe_from
         if is_lt:
-            while rp < pos and not overflow:
-                v = mrr[seg_base + rp % l]
-                rp += 1
-                klo = in_indptr[v]
-                khi = in_indptr[v + 1]
-                if khi == klo:
-                    continue
-                last = lt_cum[khi - 1]
-                a = 0
-                while True:
-                    r = lt_draw(mix5(seed, LT_CHOICE, jj, np.uint64(v), np.uint64(a)))
-                    a += 1
-                    if r >= last:
-                        break  # no in-arc chosen
-                    k = _lt_pick(lt_cum, klo, khi, r)
-                    u = in_src[k]
-                    if active[u] != 0:
-                        continue  # rejection: condition on "u not yet active" (correction 4)
-                    if mark[tid, u] < base:
-                        if pos >= guard:
-                            overflow = True
-                            break
-                        mrr[seg_base + pos % l] = u
-                        pos += 1
-                        mark[tid, u] = member
-                        delta[tid, u] += 1
-                    break
+            pos, overflow = probe_lt(probe_from, pos, guard, mrr, seg_base, l, seed, jj, in_indptr, in_src, lt_cum,
+                                     active, mark, tid, base, delta)
         else:
-            prefix = mix3(seed, COIN, jj)
-            while rp < pos and not overflow:
-                v = mrr[seg_base + rp % l]
-                rp += 1
-                for k in range(in_indptr[v], in_indptr[v + 1]):
-                    u = in_src[k]
-                    if active[u] != 0 or mark[tid, u] >= base:
-                        continue
-                    if uniform(step(prefix, np.uint64(in_eid[k]))) < np.float64(in_w[k]):
-                        if pos >= guard:
-                            overflow = True
-                            break
-                        mrr[seg_base + pos % l] = u
-                        pos += 1
-                        mark[tid, u] = member
-                        delta[tid, u] += 1
-
+            pos, overflow = probe_ic(probe_from, pos, guard, mrr, seg_base, l, seed, jj, in_indptr, in_src, in_eid,
+                                     in_w, active, mark, tid, base, delta)
     if overflow:
         for p in range(counted_from, pos):
             delta[tid, mrr[seg_base + p % l]] -= 1
         return 1, pos, moved_start, moved_end, moved_nroots
-
-    # ---- roots first
     if t > 0:
-        w = bw + c
-        for p in range(bw + c, pos):
-            ip = seg_base + p % l
-            v = mrr[ip]
-            if mark[tid, v] == root:
-                if p != w:
-                    iw = seg_base + w % l
-                    mrr[ip] = mrr[iw]
-                    mrr[iw] = v
-                w += 1
+        roots_first(bw + c, pos, mrr, seg_base, l, mark, tid, base)
     return 0, pos, moved_start, moved_end, moved_nroots
 
 

@@ -7,6 +7,9 @@ collection (``gpucore.amcss.layout.Collection``, arrays on its device), the cove
 fixed-point in-weights of inactive nodes. The driver (``gpucore.amcss.driver``) only calls the
 methods below, times them, and never touches arrays; every random decision uses the keys in
 ``gpucore.amcss`` (package docstring), so two backends produce the same collection.
+
+This module is the contract only: it imports no implementation. ``gpucore.amcss.backends`` picks
+and builds the implementation of a backend (``cpu.CpuPrimitives``, ``cuda.CudaPrimitives``).
 """
 
 from __future__ import annotations
@@ -114,21 +117,3 @@ class Primitives(ABC):
         """Host copy ``set_id -> flag``."""
         raise NotImplementedError
 
-
-def load_primitives(backend_name: str):
-    """The Primitives class of a backend (imported lazily: the CUDA one needs CuPy)."""
-    from gpucore.errors import GpucoreError
-
-    if backend_name == "cpu":
-        from gpucore.amcss.cpu import CpuPrimitives
-
-        return CpuPrimitives
-    if backend_name == "cuda":
-        try:
-            from gpucore.amcss.cuda import CudaPrimitives
-        except ImportError as exc:
-            raise GpucoreError(
-                f"the AMCSS CUDA backend is not available in this build ({exc}); use --backend cpu"
-            ) from None
-        return CudaPrimitives
-    raise GpucoreError(f"unknown backend {backend_name!r} for amcss")

@@ -1,12 +1,143 @@
-"""Small helpers shared by the CLI commands."""
+"""What the CLI commands share: the option groups, their parsers, and the JSON output.
+
+Every command takes its common options from here, so one concept has one flag, one parser and one
+message in every command:
+
+========================  ==========================================  ==============================
+group                     flags                                       commands
+========================  ==========================================  ==============================
+``add_graph_option``      ``--graph PATH`` (a ``.gcsr`` file)         amcss, im, verify
+``add_scheme_options``    ``--weights``, ``--cost``                   preprocess, generate
+``add_model_option``      ``--model IC|LT`` (any case)                amcss, im
+``add_backend_option``    ``--backend auto|cpu|cuda``                 amcss, im, verify
+``add_seed_option``       ``--seed S`` (a 64-bit word)                every command that draws
+``add_threads_option``    ``--threads N`` (N >= 1; default all)       every command that computes
+``add_memory_option``     ``--memory-budget SIZE`` (``parse_size``)   amcss, im
+``add_output_option``     ``-o/--output PATH``                        every command that writes
+========================  ==========================================  ==============================
+
+The value parsers raise ``GpucoreError`` (not argparse's two-line usage error): ``gpucore.cli``
+parses inside its error handler, so a bad value is one ``gpucore: error: --flag ...`` line, exit 2.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from gpucore.atomic import write_json
+from gpucore.backend import BACKENDS
 from gpucore.dist import current
+from gpucore.errors import GpucoreError
+
+MODELS = ("IC", "LT")
+_U64 = (1 << 64) - 1
+#: size suffixes of ``parse_size`` (case-insensitive): binary for K/M/G/T and KiB..., decimal for KB...
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 10**3, "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
+          "g": 1 << 30, "gib": 1 << 30, "gb": 10**9, "t": 1 << 40, "tib": 1 << 40, "tb": 10**12}
+
+
+# ---- value parsers (argparse ``type=`` callables) ------------------------------------------------
+
+
+def parse_size(text: str, flag: str = "--memory-budget") -> int:
+    """A positive byte count: '8GiB', '500M' (binary), '2GB' (decimal), '1000000' -> bytes."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
+    if not match or match.group(2).lower() not in _UNITS:
+        raise GpucoreError(f"{flag} {text!r}: expected a size such as 8GiB, 500M or 1000000")
+    value = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if value <= 0:
+        raise GpucoreError(f"{flag} {text!r}: must be positive")
+    return value
+
+
+def parse_model(text: str) -> str:
+    """'ic' / 'IC' -> 'IC'; anything but IC or LT is refused."""
+    model = str(text).upper()
+    if model not in MODELS:
+        raise GpucoreError(f"--model {text!r}: choose IC or LT")
+    return model
+
+
+def parse_backend(text: str) -> str:
+    if text not in BACKENDS:
+        raise GpucoreError(f"--backend {text!r}: choose {', '.join(BACKENDS)}")
+    return text
+
+
+def parse_threads(text: str) -> int:
+    try:
+        threads = int(text)
+    except ValueError:
+        raise GpucoreError(f"--threads {text!r}: expected a whole number of CPU threads") from None
+    if threads < 1:
+        raise GpucoreError(f"--threads {threads}: must be >= 1")
+    return threads
+
+
+def _seed_parser(flag: str):
+    def parse_seed(text: str) -> int:
+        try:
+            seed = int(text)
+        except ValueError:
+            raise GpucoreError(f"{flag} {text!r}: expected an integer in [0, 2^64)") from None
+        if not 0 <= seed <= _U64:
+            raise GpucoreError(f"{flag} {seed}: must lie in [0, 2^64)")
+        return seed
+
+    return parse_seed
+
+
+# ---- option groups -----------------------------------------------------------------------------
+
+
+def add_graph_option(parser, help: str = ".gcsr graph (gpucore preprocess / generate)") -> None:
+    parser.add_argument("--graph", required=True, help=help)
+
+
+def add_scheme_options(parser) -> None:
+    """--weights / --cost: the edge-probability and seed-cost schemes written into a .gcsr."""
+    parser.add_argument(
+        "--weights",
+        default="wc",
+        help="edge probabilities: wc | const:P | trivalency | uniform:A,B | normal:M,S (default wc)",
+    )
+    parser.add_argument(
+        "--cost",
+        default="degree",
+        help="seed costs: degree[:C0,ALPHA] (c0 + alpha*outdeg, default 0.01,0.01) | const:C | uniform:A,B | file:PATH",
+    )
+
+
+def add_model_option(parser) -> None:
+    parser.add_argument("--model", default="IC", type=parse_model, help="diffusion model: IC or LT (default IC)")
+
+
+def add_backend_option(parser, what: str = "the solver") -> None:
+    parser.add_argument("--backend", default="auto", type=parse_backend, metavar="{auto,cpu,cuda}",
+                        help=f"where {what} runs: auto (cuda when CuPy sees a GPU), cpu or cuda (default auto)")
+
+
+def add_seed_option(parser, help: str, flag: str = "--seed", default: int = 0) -> None:
+    parser.add_argument(flag, type=_seed_parser(flag), default=default, help=f"{help} (default {default})")
+
+
+def add_threads_option(parser) -> None:
+    parser.add_argument("--threads", type=parse_threads, default=None, help="CPU threads (default: all cores)")
+
+
+def add_memory_option(parser, what: str) -> None:
+    """--memory-budget SIZE (bytes after ``parse_size``; None: the command's default share of free memory)."""
+    parser.add_argument("--memory-budget", type=parse_size, default=None, metavar="SIZE",
+                        help=f"bytes {what} may use, e.g. 8GiB or 500M (default: most of the free device memory / RAM)")
+
+
+def add_output_option(parser, help: str = "result JSON (default: standard output)", required: bool = False) -> None:
+    parser.add_argument("-o", "--output", required=required, default=None, help=help)
+
+
+# ---- output ------------------------------------------------------------------------------------
 
 
 def emit_json(obj, output=None) -> None:
@@ -19,19 +150,3 @@ def emit_json(obj, output=None) -> None:
     else:
         json.dump(obj, sys.stdout, indent=2)
         sys.stdout.write("\n")
-
-
-def add_graph_options(parser) -> None:
-    """--weights / --cost / --seed / --undirected, as taken by preprocess and generate."""
-    parser.add_argument(
-        "--weights",
-        default="wc",
-        help="edge probabilities: wc | const:P | trivalency | uniform:A,B | normal:M,S (default wc)",
-    )
-    parser.add_argument(
-        "--cost",
-        default="degree",
-        help="seed costs: degree[:C0,ALPHA] (c0 + alpha*outdeg, default 0.01,0.01) | const:C | uniform:A,B | file:PATH",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the hash-drawn weights and costs (default 0)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")

@@ -4,7 +4,13 @@ import tempfile
 from pathlib import Path
 
 from gpucore.backend import set_cpu_threads
-from gpucore.commands.common import add_graph_options, emit_json
+from gpucore.commands.common import (
+    add_output_option,
+    add_scheme_options,
+    add_seed_option,
+    add_threads_option,
+    emit_json,
+)
 from gpucore.errors import GpucoreError
 from gpucore.graph.generators import GENERATORS, generate, write_edge_list
 from gpucore.graph.preprocess import preprocess
@@ -28,8 +34,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--edges", type=int, required=True, help="number of arcs to draw")
     parser.add_argument("--reciprocity", type=float, default=0.3, help="pa: probability of a back-link (0.3)")
     parser.add_argument("--abcd", default="0.57,0.19,0.19,0.05", help="rmat: quadrant probabilities")
-    parser.add_argument("-o", "--output", required=True, help="output: .txt, .txt.gz (edge list) or .gcsr")
-    add_graph_options(parser)
+    add_output_option(parser, "output: .txt, .txt.gz (edge list) or .gcsr", required=True)
+    add_scheme_options(parser)
+    add_seed_option(parser, "seed of the graph and of its hash-drawn weights and costs")
+    add_threads_option(parser)
 
 
 def run(args) -> int:

@@ -2,49 +2,42 @@
 
 from __future__ import annotations
 
-import re
-
-from gpucore.backend import BACKENDS, set_cpu_threads
-from gpucore.commands.common import emit_json
+from gpucore.backend import set_cpu_threads
+from gpucore.commands.common import (
+    add_backend_option,
+    add_graph_option,
+    add_memory_option,
+    add_model_option,
+    add_output_option,
+    add_seed_option,
+    add_threads_option,
+    emit_json,
+)
 from gpucore.errors import GpucoreError
 
 HELP = "influence maximization: IMM (gIM sampler + GPU greedy) or multi-round IM (--rounds T); JSON result"
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6, "mib": 1 << 20,
-          "g": 1 << 30, "gb": 10**9, "gib": 1 << 30, "t": 1 << 40, "tb": 10**12, "tib": 1 << 40}
-
-
-def parse_size(text: str | None) -> int | None:
-    """'2GiB', '500MB', '123' -> bytes (None stays None)."""
-    if text is None:
-        return None
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise GpucoreError(f"--memory-limit {text!r}: expected a size such as 512MiB, 8GB or 1073741824")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--graph", required=True, help=".gcsr graph (gpucore preprocess)")
+    add_graph_option(parser)
     parser.add_argument("--k", type=int, required=True, help="seeds (per round with --rounds)")
     parser.add_argument("--eps", type=float, default=0.5,
                         help="approximation parameter epsilon in (0, 1) (0.5); RR sets grow as 1/eps^2. At 0.5 the "
                              "seeds reached 0.968-0.993 of the best reference spread in review (inherent to IMM at "
                              "that eps; the IM papers use 0.05-0.5): use 0.1 or 0.05 for closer seeds")
-    parser.add_argument("--model", default="IC", type=str.upper, choices=("IC", "LT"), help="diffusion model (IC)")
+    add_model_option(parser)
     parser.add_argument("--rounds", type=int, default=1, help="T > 1: multi-round IM (CR-NAIMM), k seeds per round")
     parser.add_argument("--ell", type=float, default=1.0, help="IMM's ell: success probability 1 - 1/n^ell (1)")
-    parser.add_argument("--seed", type=int, default=0, help="run seed of the keyed sampling (0)")
-    parser.add_argument("--backend", default="auto", choices=BACKENDS, help="auto | cpu | cuda (auto)")
+    add_seed_option(parser, "run seed of the keyed sampling")
+    add_backend_option(parser)
     parser.add_argument("--sampler", default="gim", choices=("gim", "fused"),
                         help="RR-set sampler: gim (gIM's, one traversal per warp) | fused (FuseIM) (gim)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
-    parser.add_argument("--memory-limit", default=None,
-                        help="bytes the RR sets may take (e.g. 8GiB; default: free device memory / RAM)")
+    add_threads_option(parser)
+    add_memory_option(parser, "the RR sets and the selection")
     parser.add_argument("--verify", type=int, default=0, metavar="RUNS",
                         help="also estimate the seeds' spread with the independent oracle (RUNS Monte-Carlo runs)")
-    parser.add_argument("--verify-seed", type=int, default=1, help="seed of the oracle's runs (1)")
-    parser.add_argument("-o", "--output", default=None, help="result JSON (default: standard output)")
+    add_seed_option(parser, "seed of the oracle's Monte-Carlo runs", flag="--verify-seed", default=1)
+    add_output_option(parser)
 
 
 def run(args) -> int:
@@ -64,12 +57,13 @@ def run(args) -> int:
         ell=args.ell,
         seed=args.seed,
         backend=args.backend,
-        memory_limit=parse_size(args.memory_limit),
+        memory_limit=args.memory_budget,
         sampler=args.sampler,
     )
     if args.verify:
-        from gpucore.im.verify import verify_result
+        from gpucore.oracle.verify import verify_result
 
-        result["verification"] = verify_result(graph, result, runs=args.verify, seed=args.verify_seed)
+        result["verification"] = verify_result(result, graph, str(args.output or "result"), runs=args.verify,
+                                               seed=args.verify_seed, backend=args.backend, threads=args.threads)
     emit_json(result, args.output)
     return 0

@@ -3,8 +3,15 @@
 import json
 from pathlib import Path
 
-from gpucore.backend import BACKENDS, get_backend, set_cpu_threads
-from gpucore.commands.common import emit_json
+from gpucore.backend import get_backend, set_cpu_threads
+from gpucore.commands.common import (
+    add_backend_option,
+    add_graph_option,
+    add_output_option,
+    add_seed_option,
+    add_threads_option,
+    emit_json,
+)
 from gpucore.errors import GpucoreError
 from gpucore.graph import load_graph
 
@@ -13,15 +20,15 @@ HELP = "verify a result: AMCSS -> replay every realization; IM -> Monte-Carlo sp
 
 def add_arguments(parser) -> None:
     parser.add_argument("result", help="result JSON of gpucore amcss / gpucore im")
-    parser.add_argument("--graph", required=True, help="the .gcsr graph the result was computed on")
+    add_graph_option(parser, "the .gcsr graph the result was computed on")
     parser.add_argument("--runs", type=int, default=10000, help="IM: Monte-Carlo runs (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="IM: seed of the Monte-Carlo worlds (default 0)")
+    add_seed_option(parser, "IM: seed of the Monte-Carlo worlds")
     parser.add_argument("--tolerance", type=float, default=0.1,
                         help="IM: relative slack around the CI for the solver's estimate (default 0.1)")
     parser.add_argument("--confidence", type=float, default=0.95, help="IM: CI level (default 0.95)")
-    parser.add_argument("--backend", choices=BACKENDS, default="auto", help="Monte-Carlo backend (default auto)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
-    parser.add_argument("-o", "--output", help="write the report here (default: standard output)")
+    add_backend_option(parser, "the oracle's Monte-Carlo")
+    add_threads_option(parser)
+    add_output_option(parser, "write the report here (default: standard output)")
 
 
 def run(args) -> int:

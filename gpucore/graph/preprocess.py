@@ -8,7 +8,6 @@ partial file behind.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from gpucore.graph.edgelist import read_edge_list
 from gpucore.graph.gcsr import VERSION, write_gcsr
 from gpucore.graph.weights import count_lt_violations, edge_probabilities, parse_weights
 from gpucore.progress import status
+from gpucore.timing import Phases
 
 
 def sidecar_path(gcsr_path) -> Path:
@@ -47,33 +47,30 @@ def preprocess(
     source, output = Path(source), Path(output)
     parse_weights(weights)  # fail on bad parameters before reading a large file
     parse_cost(cost)
-    seconds = {}
-    t0 = time.perf_counter()
-    edges = read_edge_list(source, threads=threads, show_progress=show_progress)
-    if edges.konect_kind == "bip":
-        raise GpucoreError(f"{source}: bipartite KONECT networks are not supported")
-    if undirected is None:
-        undirected = edges.konect_kind == "sym"
-    seconds["read"] = time.perf_counter() - t0
+    phases = Phases(("read", "csr", "weights_costs", "write"))
+    with phases.phase("read"):
+        edges = read_edge_list(source, threads=threads, show_progress=show_progress)
+        if edges.konect_kind == "bip":
+            raise GpucoreError(f"{source}: bipartite KONECT networks are not supported")
+        if undirected is None:
+            undirected = edges.konect_kind == "sym"
 
-    t = time.perf_counter()
-    status(f"relabel {edges.src.size:,} edge lines")
-    src32, dst32, original = relabel(edges.src, edges.dst)
-    edge_lines = int(edges.src.size)
-    del edges.src, edges.dst
-    status(f"build CSR ({original.size:,} vertices)")
-    csr = build_csr(src32, dst32, int(original.size), undirected)
-    del src32, dst32
-    seconds["csr"] = time.perf_counter() - t
+    with phases.phase("csr"):
+        status(f"relabel {edges.src.size:,} edge lines")
+        src32, dst32, original = relabel(edges.src, edges.dst)
+        edge_lines = int(edges.src.size)
+        del edges.src, edges.dst
+        status(f"build CSR ({original.size:,} vertices)")
+        csr = build_csr(src32, dst32, int(original.size), undirected)
+        del src32, dst32
 
-    t = time.perf_counter()
-    out_prob = edge_probabilities(weights, csr.out_dst, csr.in_indptr, seed)
-    in_prob = out_prob[csr.in_eid]
-    out_degree = np.diff(csr.out_indptr)
-    in_degree = np.diff(csr.in_indptr)
-    costs = vertex_costs(cost, out_degree, original, seed)
-    lt_violations = count_lt_violations(csr.in_indptr, in_prob)
-    seconds["weights_costs"] = time.perf_counter() - t
+    with phases.phase("weights_costs"):
+        out_prob = edge_probabilities(weights, csr.out_dst, csr.in_indptr, seed)
+        in_prob = out_prob[csr.in_eid]
+        out_degree = np.diff(csr.out_indptr)
+        in_degree = np.diff(csr.in_indptr)
+        costs = vertex_costs(cost, out_degree, original, seed)
+        lt_violations = count_lt_violations(csr.in_indptr, in_prob)
 
     stats = {
         "format_version": VERSION,
@@ -97,29 +94,28 @@ def preprocess(
         "prob_min": float(out_prob.min()),
         "prob_max": float(out_prob.max()),
     }
-    t = time.perf_counter()
-    status(f"write {output}")
-    digest = write_gcsr(
-        output,
-        csr.n,
-        csr.m,
-        {
-            "out_indptr": csr.out_indptr,
-            "out_dst": csr.out_dst,
-            "out_prob": out_prob,
-            "in_indptr": csr.in_indptr,
-            "in_src": csr.in_src,
-            "in_eid": csr.in_eid,
-            "in_prob": in_prob,
-            "cost": costs,
-            "original_id": original,
-        },
-        stats,
-        directed=not undirected,
-        cost_scale=stats["cost_scale"],
-    )
-    seconds["write"] = time.perf_counter() - t
-    seconds["total"] = time.perf_counter() - t0
+    with phases.phase("write"):
+        status(f"write {output}")
+        digest = write_gcsr(
+            output,
+            csr.n,
+            csr.m,
+            {
+                "out_indptr": csr.out_indptr,
+                "out_dst": csr.out_dst,
+                "out_prob": out_prob,
+                "in_indptr": csr.in_indptr,
+                "in_src": csr.in_src,
+                "in_eid": csr.in_eid,
+                "in_prob": in_prob,
+                "cost": costs,
+                "original_id": original,
+            },
+            stats,
+            directed=not undirected,
+            cost_scale=stats["cost_scale"],
+        )
+    seconds = dict(phases.seconds, total=phases.total)
     sidecar = dict(stats, sha256=digest, seconds={k: round(v, 3) for k, v in seconds.items()})
     write_json(sidecar_path(output), sidecar)
     return sidecar

@@ -8,8 +8,8 @@ Entry points::
 
 Lower-level pieces: ``gpucore.im.theory`` (IMM's formulas), ``gpucore.im.engine`` (the sampler and
 selector contract, ``make_engine``), ``gpucore.im.sampling`` (RR sets of given keys on a backend),
-``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two backends), ``gpucore.im.reference`` (CELF greedy
-with Monte-Carlo, for quality tests on small graphs).
+``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two backends). Results are checked by the oracle
+(``gpucore.oracle.verify_result``), which no solver imports.
 """
 
 from gpucore.im.driver import MODELS, imm

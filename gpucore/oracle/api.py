@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -34,6 +33,7 @@ from gpucore.oracle.checks import (
     check_u64,
 )
 from gpucore.oracle.cpu import WorldState, choose_chunks, counts_cpu, oracle_world_seeds
+from gpucore.timing import Phases
 
 __all__ = [
     "ReplayResult",
@@ -177,6 +177,14 @@ def mc_world_seeds(seed: int, runs: int, start: int = 0) -> np.ndarray:
     return oracle_world_seeds(np.uint64(seed), np.int64(start), np.int64(runs))
 
 
+def spread_statistics(counts: np.ndarray, confidence: float) -> tuple[float, float, float, float]:
+    """(mean, stderr, ci_low, ci_high) of per-run counts: sample std / sqrt(runs), two-sided normal CI."""
+    mean = float(counts.mean())
+    stderr = float(counts.std(ddof=1) / math.sqrt(counts.size))
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    return mean, stderr, mean - z * stderr, mean + z * stderr
+
+
 def _model_arrays(graph, model: str):
     """(out_indptr, out_dst, out-CSR weights) of ``model`` (LT weights rescaled where in-sums exceed 1)."""
     weights = graph.edge_probabilities(model)[1]
@@ -291,19 +299,17 @@ def spread(graph, seeds, model: str = "IC", runs: int = 10000, seed: int = 0, *,
     comm = current() if comm is None else comm
     begin, end = partition(runs, comm.size, comm.rank)
     worlds = mc_world_seeds(seed, end - begin, start=begin)
-    t0 = time.perf_counter()
-    local, name = np.empty(0, dtype=np.int64), None
-    if worlds.size:
-        local, _, name = _counts(graph, seeds, model, worlds, backend, threads=threads, gpu_variant=gpu_variant)
-    counts = comm.allgather_array(np.asarray(local, dtype=np.int64))
-    name = next(n for n in comm.allgather(name) if n is not None)
-    seconds = time.perf_counter() - t0
-    mean = float(counts.mean())
-    stderr = float(counts.std(ddof=1) / math.sqrt(runs))
-    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    return SpreadResult(model=model, mean=mean, stderr=stderr, ci_low=mean - z * stderr, ci_high=mean + z * stderr,
-                        confidence=confidence, runs=runs, seed=seed, num_seeds=int(seeds.size), backend=name,
-                        seconds=seconds, counts=counts, ranks=comm.size)
+    timer = Phases(("simulate",))
+    with timer.phase("simulate"):
+        local, name = np.empty(0, dtype=np.int64), None
+        if worlds.size:
+            local, _, name = _counts(graph, seeds, model, worlds, backend, threads=threads, gpu_variant=gpu_variant)
+        counts = comm.allgather_array(np.asarray(local, dtype=np.int64))
+        name = next(n for n in comm.allgather(name) if n is not None)
+    mean, stderr, low, high = spread_statistics(counts, confidence)
+    return SpreadResult(model=model, mean=mean, stderr=stderr, ci_low=low, ci_high=high, confidence=confidence,
+                        runs=runs, seed=seed, num_seeds=int(seeds.size), backend=name, seconds=timer.total,
+                        counts=counts, ranks=comm.size)
 
 
 def simulate_worlds(graph, seeds, model: str, world_seeds, *, backend="cpu",

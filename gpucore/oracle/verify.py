@@ -1,4 +1,10 @@
-"""Verification of solver result files (the library side of ``gpucore verify``).
+"""Verification of solver result files (the library side of ``gpucore verify`` and ``gpucore im --verify``).
+
+- ``amcss``: every realization replayed round by round on its world (``replay``);
+- ``im`` with one round: the Monte-Carlo spread of the seed set (``spread``);
+- ``im`` with ``rounds`` T > 1 (multi-round IM): the Monte-Carlo influence of the T-round plan
+  (``multi_round_spread``); in both IM cases the solver's ``estimated_spread`` must lie in the
+  oracle's confidence interval widened by ``tolerance``.
 
 ``verify_result(result, graph, ...)`` returns a report dict with a top-level ``passed``. Structural
 problems that make a check impossible (graph checksum mismatch, unknown kind or model, missing or
@@ -10,13 +16,14 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 
 import numpy as np
 
 from gpucore.errors import GpucoreError
 from gpucore.oracle.api import replay, spread
 from gpucore.oracle.checks import as_id_array, check_model, check_range, check_u64
+from gpucore.oracle.multiround import multi_round_spread
+from gpucore.timing import Phases
 
 KINDS = ("amcss", "im")
 
@@ -119,26 +126,63 @@ def verify_amcss(result: dict, graph, source: str) -> dict:
             "passed": not failures}
 
 
+def _seed_set(graph, entry: dict, where: str, k) -> tuple[np.ndarray, list[str]]:
+    """Internal ids of one seed set (an IM result or one MRIM round), as logged, and its problems:
+    seed_ids not matching the logged original seeds, a seed twice, an empty set, a size other than k."""
+    ids, failures = _ids(graph, entry, where)
+    uniq, counts = np.unique(ids, return_counts=True)
+    if uniq.size != ids.size:
+        failures.append(f"{where}: seed {int(uniq[counts > 1][0])} (internal) appears more than once")
+    if ids.size == 0:
+        failures.append(f"{where}: empty seed set")
+    if k is not None and k != ids.size:
+        failures.append(f"{where}: k={k} but {ids.size} seeds")
+    return ids, failures
+
+
+def _rounds_of(result: dict, source: str) -> list[dict]:
+    """The per-round entries ({'seed_ids', 'seeds'}) of a multi-round result (``rounds`` > 1)."""
+    rounds = _int(result.get("rounds"), f"{source} rounds", 2)
+    by_key = {}
+    for key in ("seed_ids", "seeds"):
+        if key in result:
+            lists = result[key]
+            if not isinstance(lists, list) or len(lists) != rounds or not all(isinstance(x, list) for x in lists):
+                raise GpucoreError(f"{source}: '{key}' of a {rounds}-round result must be a list of {rounds} lists "
+                                   "(one per round)")
+            by_key[key] = lists
+    if not by_key:
+        raise GpucoreError(f"{source}: missing field 'seed_ids'")
+    return [{key: lists[t] for key, lists in by_key.items()} for t in range(rounds)]
+
+
 def verify_im(result: dict, graph, source: str, runs: int, seed: int, backend, tolerance: float,
               confidence: float, threads: int | None) -> dict:
+    """IM (``rounds`` 1 or absent): Monte-Carlo spread of the seed set. Multi-round IM (``rounds`` T > 1,
+    ``seed_ids`` one list per round): Monte-Carlo influence of the plan (``multi_round_spread``). Either
+    way the solver's ``estimated_spread`` must lie in the oracle's CI widened by ``tolerance``."""
     model = check_model(_field(result, "model", source))
-    ids, failures = _ids(graph, result, source)
-    uniq = np.unique(ids)
-    if uniq.size != ids.size:
-        vals, counts = np.unique(ids, return_counts=True)
-        failures.append(f"seed {int(vals[counts > 1][0])} (internal) appears more than once")
-    if ids.size == 0:
-        failures.append("empty seed set")
     k = result.get("k")
-    if k is not None and _int(k, f"{source} k", 0) != ids.size:
-        failures.append(f"k={k} but {ids.size} seeds")
+    k = None if k is None else _int(k, f"{source} k", 0)
     est = result.get("estimated_spread")
     if est is not None and (isinstance(est, bool) or not isinstance(est, numbers.Real) or not math.isfinite(est)):
         raise GpucoreError(f"{source}: estimated_spread must be a finite number, got {est!r}")
-    report = {"checked": "im", "model": model, "k": int(ids.size), "seed_ids": [int(x) for x in ids],
-              "estimated_spread": est, "tolerance": tolerance}
-    if uniq.size:
-        sp = spread(graph, uniq, model, runs=runs, seed=seed, backend=backend, confidence=confidence, threads=threads)
+    report = {"checked": "im", "model": model, "k": k, "estimated_spread": est, "tolerance": tolerance}
+    if result.get("rounds", 1) == 1:
+        ids, failures = _seed_set(graph, result, source, k)
+        report.update(k=int(ids.size) if k is None else k, seed_ids=[int(x) for x in ids])
+        sp = spread(graph, np.unique(ids), model, runs=runs, seed=seed, backend=backend, confidence=confidence,
+                    threads=threads) if ids.size else None
+    else:
+        plan, failures = [], []
+        for t, entry in enumerate(_rounds_of(result, source)):
+            ids, problems = _seed_set(graph, entry, f"{source} round {t}", k)
+            plan.append(ids)
+            failures += problems
+        report.update(checked="mrim", rounds=len(plan), seed_ids=[[int(x) for x in ids] for ids in plan])
+        sp = multi_round_spread(graph, [np.unique(ids) for ids in plan], model, runs=runs, seed=seed, backend=backend,
+                                confidence=confidence) if all(ids.size for ids in plan) else None
+    if sp is not None:
         report.update(spread=sp.to_dict(), mean=sp.mean, stderr=sp.stderr, ci_low=sp.ci_low, ci_high=sp.ci_high,
                       ci=[sp.ci_low, sp.ci_high], runs=sp.runs, backend=sp.backend)
         if est is None:
@@ -167,13 +211,14 @@ def verify_result(result: dict, graph, source: str = "result", *, runs: int = 10
     if not (isinstance(tolerance, numbers.Real) and 0 <= tolerance < 1):
         raise GpucoreError(f"--tolerance must lie in [0, 1), got {tolerance!r}")
     check_graph_matches(result, graph, source)
-    t0 = time.perf_counter()
-    if kind == "amcss":
-        body = verify_amcss(result, graph, source)
-    else:
-        body = verify_im(result, graph, source, runs, seed, backend, tolerance, confidence, threads)
+    timer = Phases(("verify",))
+    with timer.phase("verify"):
+        if kind == "amcss":
+            body = verify_amcss(result, graph, source)
+        else:
+            body = verify_im(result, graph, source, runs, seed, backend, tolerance, confidence, threads)
     report = {"kind": "verify", "passed": body.pop("passed"), "result": source,
               "graph": {"path": str(graph.path), "sha256": graph.sha256, "n": graph.n, "m": graph.m}}
     report.update(body)
-    report["seconds"] = time.perf_counter() - t0
+    report["seconds"] = timer.total
     return report

@@ -1,4 +1,4 @@
-"""World realizations: the hash-defined "truth" of an adaptive run (spec amcss-merit.md item 5).
+"""World realizations: the hash-defined "truth" of an adaptive run (the worlds of [MERIT] Section 2).
 
 A *world* fixes every random outcome of one diffusion, as a pure function of ``world_seed``:
 

@@ -37,12 +37,12 @@ for stage in "$@"; do
     bench-oracle)
       run_stage bench-oracle python3 benchmarks/bench_oracle.py "$OUT" ;;
     bench-im)
-      run_stage bench-im python3 benchmarks/bench_im.py "$OUT" --shared-data .shared_data ;;
+      run_stage bench-im python3 benchmarks/bench_im.py "$OUT" --data .shared_data ;;
     bench-amcss)
-      run_stage bench-amcss python3 benchmarks/bench_amcss.py "$OUT" --shared-data .shared_data ;;
+      run_stage bench-amcss python3 benchmarks/bench_amcss.py "$OUT" --data .shared_data ;;
     bench-merit)
       # shellcheck disable=SC2086  # BENCH_MERIT_ARGS: extra options, for example "--parts scale"
-      run_stage bench-merit python3 benchmarks/bench_merit_gpu.py "$OUT" --shared-data .shared_data ${BENCH_MERIT_ARGS:-} ;;
+      run_stage bench-merit python3 benchmarks/bench_merit_gpu.py "$OUT" --data .shared_data ${BENCH_MERIT_ARGS:-} ;;
     workflow)
       run_stage workflow bash workflow/gpu_reference.sh "$OUT" ;;
     *) echo "unknown stage $stage"; status=1 ;;

@@ -205,3 +205,15 @@ def test_variants_agree_and_repeat_at_scale(cuda, pa_big):
             assert np.array_equal(got, ref), (variant, rep, stats, int(np.count_nonzero(got != ref)))
     got, _ = ic_counts_gpu(*args, variant="async", queue_capacity=1 << 18)  # refills at scale
     assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("model", ["IC", "LT"])
+def test_multi_round_spread_counts_equal_cpu(cuda, pa_graph, model):
+    """multi_round_spread on the GPU: the same per-run union sizes as the CPU (rounds in the worlds
+    mix(seed, ORACLE, s, t) on both)."""
+    from gpucore.oracle import multi_round_spread
+
+    plan = [[0, 7, 19], [3, 100], [0, 2500, 9999]]
+    gpu = multi_round_spread(pa_graph, plan, model, runs=300, seed=5, backend=cuda)
+    cpu = multi_round_spread(pa_graph, plan, model, runs=300, seed=5, backend="cpu")
+    assert gpu.backend == "cuda" and np.array_equal(gpu.counts, cpu.counts)

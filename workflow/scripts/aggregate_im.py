@@ -6,7 +6,7 @@ from aggregate_amcss import cell_meta, sidecars_by_dataset
 from results_io import collect_im, write_table
 
 COMPACT = {
-    "dataset": "dataset", "model": "model", "k": "k", "label": "algorithm", "backend": "backend", "eps": "eps",
+    "dataset": "dataset", "model": "model", "k": "k", "rounds": "rounds", "label": "algorithm", "backend": "backend", "eps": "eps",
     "estimated_spread": "est. spread", "oracle_spread": "oracle spread", "oracle_ci_low": "CI low",
     "oracle_ci_high": "CI high", "theta": "theta", "seconds": "time (s)", "verified": "verified",
 }

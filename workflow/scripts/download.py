@@ -185,7 +185,7 @@ def fetch(source: str, output, sha256: str | None = None, retries: int = 5, back
 
 
 def main(smk) -> None:
-    """Rule `download`: params.file, params.url, params.sha256 (None when not to be checked)."""
+    """Rule `download`: params.source = {file, url, sha256 (None: not checked), sha256_scope}."""
     with open(smk.log[0], "w") as logfh:
         def log(msg):
             print(msg, file=logfh, flush=True)
@@ -195,9 +195,10 @@ def main(smk) -> None:
         dl = smk.config.get("download", {})
         mirror = smk.config.get("mirror")
         try:
-            source = source_of(smk.params.file, smk.params.url, mirror)
-            sha = smk.params.sha256
-            if sha and smk.params.sha256_scope == "mirror" and not mirror:
+            entry = smk.params.source
+            source = source_of(entry["file"], entry["url"], mirror)
+            sha = entry["sha256"]
+            if sha and entry["sha256_scope"] == "mirror" and not mirror:
                 log(f"note: the registry's sha256 is that of the curated copy (mirror); the origin's file is not checked against it")
                 sha = None
             fetch(source, smk.output[0], sha256=sha, retries=dl.get("retries", 5), backoff=dl.get("backoff", 2.0),

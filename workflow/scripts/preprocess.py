@@ -20,9 +20,11 @@ def check_size(stats: dict, expected: dict) -> list[str]:
 
 
 def main(smk) -> None:
+    """Rule `preprocess`: params.graph = {direction, weights, cost, seed, expected} (rules/common.smk)."""
+    graph = smk.params.graph
     cmd = [
-        "gpucore", "preprocess", str(smk.input[0]), "-o", smk.output.gcsr, smk.params.direction,
-        "--weights", str(smk.params.weights), "--cost", str(smk.params.cost), "--seed", str(smk.params.seed),
+        "gpucore", "preprocess", str(smk.input[0]), "-o", smk.output.gcsr, graph["direction"],
+        "--weights", str(graph["weights"]), "--cost", str(graph["cost"]), "--seed", str(graph["seed"]),
         "--threads", str(smk.threads),
     ]
     with open(smk.log[0], "w") as log:
@@ -32,8 +34,8 @@ def main(smk) -> None:
             sys.exit(f"gpucore preprocess failed with exit code {rc}; see {smk.log[0]}")
         with open(smk.output.stats) as fh:
             stats = json.load(fh)
-        problems = check_size(stats, smk.params.expected)
-        if problems and smk.params.expected.get("exact"):
+        problems = check_size(stats, graph["expected"])
+        if problems and graph["expected"].get("exact"):
             msg = f"{smk.input[0]}: " + "; ".join(problems) + " (exact registry entry: wrong file or reader bug)"
             print("ERROR: " + msg, file=log)
             sys.exit(msg)

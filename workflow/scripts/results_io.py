@@ -234,6 +234,7 @@ def im_row(result: dict, report: dict | None, cost_scale: float, *, dataset: str
         "dataset": dataset,
         "model": result.get("model"),
         "k": int(result.get("k", len(seeds))),
+        "rounds": int(result.get("rounds", 1)),
         "algorithm": algorithm,
         "label": label or algorithm,
         "backend": backend_name(result.get("backend")),
@@ -251,7 +252,7 @@ def im_row(result: dict, report: dict | None, cost_scale: float, *, dataset: str
 
 
 IM_COLUMNS = [
-    "dataset", "model", "k", "algorithm", "label", "backend", "eps", "estimated_spread", "oracle_spread",
+    "dataset", "model", "k", "rounds", "algorithm", "label", "backend", "eps", "estimated_spread", "oracle_spread",
     "oracle_ci_low", "oracle_ci_high", "theta", "seconds", "total_cost", "verified", "result",
 ]
 

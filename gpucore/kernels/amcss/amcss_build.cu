@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_generate(
     const am_graph g =
         am_make_graph(in_indptr, in_src, in_eid, in_w, lt_cum, active, residual, n_res, is_lt, errors, probes);
     unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * bm_words;
-    for (int s = (int)blockIdx.x; s < S; s += (int)gridDim.x) {
+    GC_FOR_GRID_BLOCKS(s, 0, S) {
         const gc_i64 ob = (gc_i64)s * L;
         int* seg = mrr + (gc_i64)s * l;
         gc_i64 r1 = count[s];
@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_generate(
 extern "C" __global__ void amcss_update_init(int S, gc_i64 L, const gc_i64* __restrict__ offset,
                                              const int* __restrict__ nroots, const gc_i64* __restrict__ count,
                                              signed char* __restrict__ status, gc_i64* __restrict__ upd) {
-    for (gc_i64 s = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; s < S; s += (gc_i64)gridDim.x * blockDim.x) {
+    GC_FOR_GRID(s, 0, S) {
         const gc_i64 ob = s * L;
         const gc_i64 r = count[s];
         upd[5 * s + 0] = 0;
@@ -192,7 +192,7 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_update(
     const am_graph g =
         am_make_graph(in_indptr, in_src, in_eid, in_w, lt_cum, active, residual, n_res, is_lt, errors, probes);
     unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * bm_words;
-    for (int i = (int)blockIdx.x; i < nseg; i += (int)gridDim.x) {
+    GC_FOR_GRID_BLOCKS(i, 0, nseg) {
         const int s = seg_list[i];
         if (s < 0 || s >= S) continue;
         const int st0 = status[s];
@@ -206,9 +206,9 @@ extern "C" __global__ void __launch_bounds__(AM_MAX_THREADS) amcss_update(
 extern "C" __global__ void amcss_relayout(int S, gc_i64 l_old, const int* __restrict__ mrr_old, gc_i64 l_new,
                                           int* __restrict__ mrr_new, const gc_i64* __restrict__ lo,
                                           const gc_i64* __restrict__ hi) {
-    for (gc_i64 s = blockIdx.x; s < S; s += gridDim.x) {
+    GC_FOR_GRID_BLOCKS(s, 0, S) {
         const gc_i64 a = lo[s], b = hi[s];
-        for (gc_i64 p = a + threadIdx.x; p < b; p += blockDim.x) mrr_new[s * l_new + p % l_new] = mrr_old[s * l_old + p % l_old];
+        GC_FOR_BLOCK(p, a, b) mrr_new[s * l_new + p % l_new] = mrr_old[s * l_old + p % l_old];
     }
 }
 
@@ -218,9 +218,9 @@ extern "C" __global__ void amcss_reslot(int S, gc_i64 L_old, gc_i64 L_new, const
                                         const unsigned char* __restrict__ flag_o, gc_i64* __restrict__ offset_n,
                                         int* __restrict__ nroots_n, gc_i64* __restrict__ set_id_n,
                                         unsigned char* __restrict__ flag_n, const gc_i64* __restrict__ count) {
-    for (gc_i64 s = blockIdx.x; s < S; s += gridDim.x) {
+    GC_FOR_GRID_BLOCKS(s, 0, S) {
         const gc_i64 r = count[s];
-        for (gc_i64 i = threadIdx.x; i <= r; i += blockDim.x) {
+        GC_FOR_BLOCK(i, 0, r + 1) {
             offset_n[s * L_new + i] = offset_o[s * L_old + i];
             if (i < r) {
                 nroots_n[s * L_new + i] = nroots_o[s * L_old + i];

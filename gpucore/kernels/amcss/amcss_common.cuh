@@ -21,9 +21,9 @@
 #ifndef AMCSS_COMMON_CUH
 #define AMCSS_COMMON_CUH
 
+#include "gc_loops.cuh"
 #include "gc_random.cuh"
 
-#define AM_FULL 0xffffffffu
 #define AM_MAX_THREADS 512
 #define AM_MAX_WARPS (AM_MAX_THREADS / 32)
 
@@ -103,7 +103,6 @@ __device__ __forceinline__ unsigned* am_rw(unsigned* bm, int u) { return bm + 2 
 __device__ __forceinline__ unsigned am_ld(const unsigned* p) { return *((const volatile unsigned*)p); }
 // q in [0, 2l) -> q mod l
 __device__ __forceinline__ gc_i64 am_wrap(gc_i64 q, gc_i64 l) { return q >= l ? q - l : q; }
-__device__ __forceinline__ unsigned am_lt_mask(int lane) { return (1u << lane) - 1u; }
 
 // floor(k + u_j), u_j = uniform(mix(seed, ROOT_COUNT, j)), clamped to [1, n_res] (kernels_cpu.root_count)
 __device__ __forceinline__ gc_i64 am_root_count(gc_u64 seed, gc_i64 j, double k, gc_i64 n_res) {
@@ -116,18 +115,14 @@ __device__ __forceinline__ gc_i64 am_root_count(gc_u64 seed, gc_i64 j, double k,
 
 // Exclusive block-wide prefix count of `pred` (every thread of the block calls it); *total = count.
 __device__ int am_block_scan(bool pred, int* total, am_shared* sh) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const unsigned m = __ballot_sync(AM_FULL, pred);
-    const int r = __popc(m & am_lt_mask(lane));
+    const int lane = gc_lane(), warp = gc_warp(), nw = gc_warps_per_block();
+    const unsigned m = __ballot_sync(GC_FULL_MASK, pred);
+    const int r = __popc(m & gc_lanes_below());
     if (lane == 0) sh->scan[warp] = __popc(m);
     __syncthreads();
     if (warp == 0) {
         const int v = lane < nw ? sh->scan[lane] : 0;
-        int incl = v;
-        for (int d = 1; d < 32; d <<= 1) {
-            const int y = __shfl_sync(AM_FULL, incl, (lane - d) & 31);
-            if (lane >= d) incl += y;
-        }
+        const int incl = gc_warp_inclusive_sum(v);
         if (lane < nw) sh->scan_ex[lane] = incl - v;
         if (lane == 31) sh->scan_total = incl;
     }
@@ -141,8 +136,8 @@ __device__ int am_block_scan(bool pred, int* total, am_shared* sh) {
 // Warp-uniform: has any warp of the block hit the guard?
 __device__ __forceinline__ bool am_stopped(am_shared* sh) {
     int f = 0;
-    if ((threadIdx.x & 31) == 0) f = *((volatile int*)&sh->overflow);
-    return __shfl_sync(AM_FULL, f, 0) != 0;
+    if (gc_lane() == 0) f = *((volatile int*)&sh->overflow);
+    return __shfl_sync(GC_FULL_MASK, f, 0) != 0;
 }
 
 // Warp-level append: every lane with `want` holds a node u it has claimed (its V bit set by this
@@ -150,13 +145,13 @@ __device__ __forceinline__ bool am_stopped(am_shared* sh) {
 // released, overflow is raised and false is returned to the whole warp.
 __device__ __forceinline__ bool am_append(bool want, int u, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw_phys,
                                           gc_i64 guard, unsigned* bm, int* cnt, bool set_root, am_shared* sh) {
-    const int lane = threadIdx.x & 31;
-    const unsigned m = __ballot_sync(AM_FULL, want);
+    const int lane = gc_lane();
+    const unsigned m = __ballot_sync(GC_FULL_MASK, want);
     if (m == 0u) return true;
     const int c = __popc(m);
     unsigned long long base = 0ULL;
     if (lane == 0) base = atomicAdd(&sh->pos, (unsigned long long)c);
-    base = __shfl_sync(AM_FULL, base, 0);
+    base = __shfl_sync(GC_FULL_MASK, base, 0);
     if ((gc_i64)base + c > guard) {
         if (lane == 0) {
             atomicMin(&sh->fail, base);
@@ -167,7 +162,7 @@ __device__ __forceinline__ bool am_append(bool want, int u, int* seg, gc_i64 l, 
         return false;
     }
     if (want) {
-        const gc_i64 p = (gc_i64)base + __popc(m & am_lt_mask(lane));
+        const gc_i64 p = (gc_i64)base + __popc(m & gc_lanes_below());
         seg[am_wrap(bw_phys + (p - bw), l)] = u;
         if (set_root) atomicOr(am_rw(bm, u), am_bit(u));
         atomicAdd(&cnt[u], 1);
@@ -180,12 +175,12 @@ __device__ __forceinline__ bool am_append(bool want, int u, int* seg, gc_i64 l, 
 // (lane x of a 32-arc step handles arc x of the concatenation; owner found by a shuffle search).
 __device__ void am_level_ic(gc_i64 lb, gc_i64 le, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw_phys, gc_i64 guard,
                             gc_u64 prefix, const am_graph& g, unsigned* bm, int* cnt, am_shared* sh) {
-    const int lane = threadIdx.x & 31;
+    const int lane = gc_lane();
     const gc_i64 nf = le - lb;
     while (true) {
         unsigned long long idx = 0ULL;
         if (lane == 0) idx = atomicAdd(&sh->head, 32ULL);
-        idx = __shfl_sync(AM_FULL, idx, 0);
+        idx = __shfl_sync(GC_FULL_MASK, idx, 0);
         if ((gc_i64)idx >= nf || am_stopped(sh)) break;
         const gc_i64 x = (gc_i64)idx + lane;
         gc_i64 beg = 0;
@@ -195,12 +190,8 @@ __device__ void am_level_ic(gc_i64 lb, gc_i64 le, int* seg, gc_i64 l, gc_i64 bw,
             beg = g.in_indptr[v];
             deg = (int)(g.in_indptr[v + 1] - beg);
         }
-        int incl = deg;
-        for (int d = 1; d < 32; d <<= 1) {
-            const int y = __shfl_sync(AM_FULL, incl, (lane - d) & 31);
-            if (lane >= d) incl += y;
-        }
-        const int total = __shfl_sync(AM_FULL, incl, 31);
+        const int incl = gc_warp_inclusive_sum(deg);
+        const int total = __shfl_sync(GC_FULL_MASK, incl, 31);
         const int excl = incl - deg;
         if (lane == 0) atomicAdd(&sh->arcs, (unsigned long long)total);
         bool ok = true;
@@ -209,11 +200,11 @@ __device__ void am_level_ic(gc_i64 lb, gc_i64 le, int* seg, gc_i64 l, gc_i64 bw,
             int lo = 0, hi = 31;  // smallest lane whose inclusive sum exceeds xa
             for (int it = 0; it < 5; ++it) {
                 const int mid = (lo + hi) >> 1;
-                const int im = __shfl_sync(AM_FULL, incl, mid);
+                const int im = __shfl_sync(GC_FULL_MASK, incl, mid);
                 if (im > xa) hi = mid; else lo = mid + 1;
             }
-            const gc_i64 obeg = __shfl_sync(AM_FULL, beg, lo & 31);
-            const int oex = __shfl_sync(AM_FULL, excl, lo & 31);
+            const gc_i64 obeg = __shfl_sync(GC_FULL_MASK, beg, lo & 31);
+            const int oex = __shfl_sync(GC_FULL_MASK, excl, lo & 31);
             bool want = false;
             int u = 0;
             if (xa < total) {
@@ -242,12 +233,12 @@ __device__ void am_level_ic(gc_i64 lb, gc_i64 le, int* seg, gc_i64 l, gc_i64 bw,
 // rejecting active sources: correction 4) and appends the chosen in-neighbour if it is new.
 __device__ void am_level_lt(gc_i64 lb, gc_i64 le, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw_phys, gc_i64 guard,
                             gc_u64 seed, gc_i64 j, const am_graph& g, unsigned* bm, int* cnt, am_shared* sh) {
-    const int lane = threadIdx.x & 31;
+    const int lane = gc_lane();
     const gc_i64 nf = le - lb;
     while (true) {
         unsigned long long idx = 0ULL;
         if (lane == 0) idx = atomicAdd(&sh->head, 32ULL);
-        idx = __shfl_sync(AM_FULL, idx, 0);
+        idx = __shfl_sync(GC_FULL_MASK, idx, 0);
         if ((gc_i64)idx >= nf || am_stopped(sh)) break;
         const gc_i64 x = (gc_i64)idx + lane;
         int u = -1;
@@ -315,7 +306,7 @@ __device__ void am_probe(gc_i64 lb, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw_phy
 // root appended at sh->pos. On a guard hit, overflow is raised with fail = the committed end.
 __device__ void am_draw_roots(gc_i64 t, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw_phys, gc_i64 guard, gc_u64 seed,
                               gc_i64 j, gc_i64 rnd, const am_graph& g, unsigned* bm, int* cnt, am_shared* sh) {
-    const int lane = threadIdx.x & 31;
+    const int lane = gc_lane();
     const gc_u64 nres = (gc_u64)g.n_res;
     gc_i64 pos = (gc_i64)sh->pos;
     gc_i64 got = 0;
@@ -325,18 +316,18 @@ __device__ void am_draw_roots(gc_i64 t, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw
         const int u = g.residual[gc_index_below(h, nres)];
         bool dup = false;
         for (int s = 1; s < 32; ++s) {
-            const int o = __shfl_sync(AM_FULL, u, (lane - s) & 31);
+            const int o = __shfl_sync(GC_FULL_MASK, u, (lane - s) & 31);
             if (lane >= s && o == u) dup = true;
         }
         const unsigned b = am_bit(u);
         const bool isr = (am_ld(am_rw(bm, u)) & b) != 0u;
         const bool isv = (am_ld(am_vw(bm, u)) & b) != 0u;
         const bool valid = !dup && !isr;
-        const unsigned m = __ballot_sync(AM_FULL, valid);
+        const unsigned m = __ballot_sync(GC_FULL_MASK, valid);
         const gc_i64 need = t - got;
-        const bool take = valid && (gc_i64)__popc(m & am_lt_mask(lane)) < need;
+        const bool take = valid && (gc_i64)__popc(m & gc_lanes_below()) < need;
         const bool fresh = take && !isv;
-        const unsigned fm = __ballot_sync(AM_FULL, fresh);
+        const unsigned fm = __ballot_sync(GC_FULL_MASK, fresh);
         const int nf = __popc(fm);
         if (pos + nf > guard) {
             if (lane == 0) {
@@ -348,14 +339,14 @@ __device__ void am_draw_roots(gc_i64 t, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw
         if (take) {
             atomicOr(am_rw(bm, u), b);
             if (fresh) {
-                const gc_i64 p = pos + __popc(fm & am_lt_mask(lane));
+                const gc_i64 p = pos + __popc(fm & gc_lanes_below());
                 seg[am_wrap(bw_phys + (p - bw), l)] = u;
                 atomicOr(am_vw(bm, u), b);
                 atomicAdd(&cnt[u], 1);
             }
         }
         pos += nf;
-        const unsigned tm = __ballot_sync(AM_FULL, take);
+        const unsigned tm = __ballot_sync(GC_FULL_MASK, take);
         if (lane == 0) sh->promoted += __popc(tm & ~fm);
         const gc_i64 pm = __popc(m);
         got += pm < need ? pm : need;
@@ -373,9 +364,9 @@ __device__ void am_draw_roots(gc_i64 t, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw
 __device__ void am_complement(gc_i64 e, gc_i64 mem_lo, gc_i64 mem_hi, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw_phys,
                               gc_i64 guard, gc_u64 seed, gc_i64 j, gc_i64 rnd, const am_graph& g, unsigned* bm,
                               int* cnt, am_shared* sh) {
-    const int lane = threadIdx.x & 31;
+    const int lane = gc_lane();
     const gc_i64 nres = g.n_res;
-    if ((threadIdx.x >> 5) == 0 && e > 0) {
+    if (gc_warp() == 0 && e > 0) {
         gc_i64 got = 0;
         gc_u64 d = 0;
         while (got < e) {
@@ -383,14 +374,14 @@ __device__ void am_complement(gc_i64 e, gc_i64 mem_lo, gc_i64 mem_hi, int* seg, 
             const int u = g.residual[gc_index_below(h, (gc_u64)nres)];
             bool dup = false;
             for (int s = 1; s < 32; ++s) {
-                const int o = __shfl_sync(AM_FULL, u, (lane - s) & 31);
+                const int o = __shfl_sync(GC_FULL_MASK, u, (lane - s) & 31);
                 if (lane >= s && o == u) dup = true;
             }
             const unsigned b = am_bit(u);
             const bool valid = !dup && !(am_ld(am_rw(bm, u)) & b);  // neither a root nor excluded yet
-            const unsigned m = __ballot_sync(AM_FULL, valid);
+            const unsigned m = __ballot_sync(GC_FULL_MASK, valid);
             const gc_i64 need = e - got;
-            const bool take = valid && (gc_i64)__popc(m & am_lt_mask(lane)) < need;
+            const bool take = valid && (gc_i64)__popc(m & gc_lanes_below()) < need;
             if (take) {
                 atomicOr(am_rw(bm, u), b);
                 atomicAnd(am_vw(bm, u), ~b);
@@ -402,7 +393,7 @@ __device__ void am_complement(gc_i64 e, gc_i64 mem_lo, gc_i64 mem_hi, int* seg, 
         }
     }
     __syncthreads();
-    for (gc_i64 base = 0; base < nres; base += blockDim.x) {
+    GC_FOR_BLOCK_CHUNKS(base, 0, nres) {
         const gc_i64 i = base + threadIdx.x;
         bool want = false;
         int u = 0;
@@ -423,7 +414,7 @@ __device__ void am_complement(gc_i64 e, gc_i64 mem_lo, gc_i64 mem_hi, int* seg, 
     }
     __syncthreads();
     if (sh->overflow) return;  // the caller clears the whole bitmap
-    for (gc_i64 p = mem_lo + threadIdx.x; p < mem_hi; p += blockDim.x) {
+    GC_FOR_BLOCK(p, mem_lo, mem_hi) {
         const int u = seg[am_wrap(bw_phys + (p - bw), l)];
         const unsigned b = am_bit(u);
         if ((am_ld(am_rw(bm, u)) & b) && !(am_ld(am_vw(bm, u)) & b)) {
@@ -432,7 +423,7 @@ __device__ void am_complement(gc_i64 e, gc_i64 mem_lo, gc_i64 mem_hi, int* seg, 
         }
     }
     __syncthreads();
-    for (gc_i64 i = threadIdx.x; i < nres; i += blockDim.x) {
+    GC_FOR_BLOCK(i, 0, nres) {
         const int u = g.residual[i];
         const unsigned b = am_bit(u);
         if ((am_ld(am_rw(bm, u)) & b) && !(am_ld(am_vw(bm, u)) & b)) atomicAnd(am_rw(bm, u), ~b);
@@ -485,7 +476,7 @@ __device__ void am_partition_roots(gc_i64 a, gc_i64 rn, gc_i64 e, int* seg, gc_i
 // members with the last x fresh roots puts every root before a + t. O(t) instead of a scan of the set.
 __device__ void am_swap_fresh_roots(gc_i64 a, gc_i64 f, gc_i64 t, int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw_phys) {
     const gc_i64 x = t < f - a ? t : f - a;
-    for (gc_i64 i = threadIdx.x; i < x; i += blockDim.x) {
+    GC_FOR_BLOCK(i, 0, x) {
         const gc_i64 i1 = am_wrap(bw_phys + (a + i - bw), l);
         const gc_i64 i2 = am_wrap(bw_phys + (f + t - x + i - bw), l);
         const int v1 = seg[i1];
@@ -503,7 +494,7 @@ __device__ gc_i64 am_move(int mode, gc_i64 src, gc_i64 n, gc_i64 dst, gc_i64 nro
                           const am_graph& g, unsigned* bm, int* cnt, am_shared* sh) {
     const gc_i64 sp = src % l, dp = dst % l;
     gc_i64 w = 0;
-    for (gc_i64 base = 0; base < n; base += blockDim.x) {
+    GC_FOR_BLOCK_CHUNKS(base, 0, n) {
         const gc_i64 i = base + threadIdx.x;
         int v = 0;
         bool keep = false;
@@ -536,7 +527,7 @@ __device__ gc_i64 am_move(int mode, gc_i64 src, gc_i64 n, gc_i64 dst, gc_i64 nro
 __device__ gc_i64 am_count_inactive(gc_i64 src, gc_i64 n, const int* seg, gc_i64 l, const am_graph& g, am_shared* sh) {
     const gc_i64 sp = src % l;
     gc_i64 c = 0;
-    for (gc_i64 base = 0; base < n; base += blockDim.x) {
+    GC_FOR_BLOCK_CHUNKS(base, 0, n) {
         const gc_i64 i = base + threadIdx.x;
         bool keep = false;
         if (i < n) keep = !g.active[seg[am_wrap(sp + i, l)]];
@@ -550,7 +541,7 @@ __device__ gc_i64 am_count_inactive(gc_i64 src, gc_i64 n, const int* seg, gc_i64
 // Zero the bitmap words of the nodes at logical [p0, p1) (all marks of one set live there).
 __device__ void am_clear_marks(gc_i64 p0, gc_i64 p1, const int* seg, gc_i64 l, gc_i64 bw, gc_i64 bw_phys,
                                unsigned* bm) {
-    for (gc_i64 p = p0 + threadIdx.x; p < p1; p += blockDim.x) {
+    GC_FOR_BLOCK(p, p0, p1) {
         const int u = seg[am_wrap(bw_phys + (p - bw), l)];
         bm[2 * (gc_i64)(u >> 5)] = 0u;
         bm[2 * (gc_i64)(u >> 5) + 1] = 0u;
@@ -637,7 +628,7 @@ __device__ void am_build_set(int mode, int* seg, gc_i64 l, gc_i64 bw, gc_i64 gua
     const gc_i64 m = g.n_res - c;
     bool complement = false;
     if (t > 0 && 2 * t <= m) {
-        if ((threadIdx.x >> 5) == 0) am_draw_roots(t, seg, l, bw, bw_phys, guard, seed, j, rnd, g, bm, cnt, sh);
+        if (gc_warp() == 0) am_draw_roots(t, seg, l, bw, bw_phys, guard, seed, j, rnd, g, bm, cnt, sh);
         __syncthreads();
     } else if (t > 0) {
         complement = true;
@@ -647,10 +638,10 @@ __device__ void am_build_set(int mode, int* seg, gc_i64 l, gc_i64 bw, gc_i64 gua
     // am_probe ends with a barrier: overflow, pos and fail are final
     if (sh->overflow) {
         const gc_i64 end = (gc_i64)sh->fail;
-        for (gc_i64 p = counted_from + threadIdx.x; p < end; p += blockDim.x)
+        GC_FOR_BLOCK(p, counted_from, end)
             atomicSub(&cnt[seg[am_wrap(bw_phys + (p - bw), l)]], 1);
         if (complement) {
-            for (gc_i64 w = threadIdx.x; w < bm_words; w += blockDim.x) bm[w] = 0u;
+            GC_FOR_BLOCK(w, 0, bm_words) bm[w] = 0u;
         } else {
             am_clear_marks(bw, end, seg, l, bw, bw_phys, bm);
         }

@@ -9,9 +9,9 @@
 // the first whose best count is 0 (nothing left to cover: the batch ends, CudaPrimitives.select).
 // Discover: one warp per set (global index g: segment g % S, slot g / S), ballot-early-exit scan,
 // then the warp takes the set's members out of cnt with atomicSub.
+#include "gc_loops.cuh"
 #include "gc_random.cuh"
 
-#define AMS_FULL 0xffffffffu
 #define AMS_NONE 0x7fffffff
 
 __device__ __forceinline__ void ams_better(double& br, int& bv, double r, int v) {
@@ -25,10 +25,10 @@ __device__ __forceinline__ void ams_better(double& br, int& bv, double r, int v)
 __device__ void ams_reduce(double& br, int& bv) {
     __shared__ double sr[32];
     __shared__ int sv[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const int lane = gc_lane(), warp = gc_warp(), nw = gc_warps_per_block();
     for (int off = 16; off > 0; off >>= 1) {
-        const double r = __shfl_sync(AMS_FULL, br, lane ^ off);
-        const int v = __shfl_sync(AMS_FULL, bv, lane ^ off);
+        const double r = __shfl_sync(GC_FULL_MASK, br, lane ^ off);
+        const int v = __shfl_sync(GC_FULL_MASK, bv, lane ^ off);
         ams_better(br, bv, r, v);
     }
     if (lane == 0) {
@@ -40,8 +40,8 @@ __device__ void ams_reduce(double& br, int& bv) {
         br = lane < nw ? sr[lane] : -1.0;
         bv = lane < nw ? sv[lane] : AMS_NONE;
         for (int off = 16; off > 0; off >>= 1) {
-            const double r = __shfl_sync(AMS_FULL, br, lane ^ off);
-            const int v = __shfl_sync(AMS_FULL, bv, lane ^ off);
+            const double r = __shfl_sync(GC_FULL_MASK, br, lane ^ off);
+            const int v = __shfl_sync(GC_FULL_MASK, bv, lane ^ off);
             ams_better(br, bv, r, v);
         }
     }
@@ -53,7 +53,7 @@ extern "C" __global__ void amcss_argmax_partial(const int* __restrict__ cnt, con
                                                 double* __restrict__ part_r, int* __restrict__ part_v) {
     double br = -1.0;
     int bv = AMS_NONE;
-    for (gc_i64 i = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n_res; i += (gc_i64)gridDim.x * blockDim.x) {
+    GC_FOR_GRID(i, 0, n_res) {
         const int v = residual[i];
         if (excluded[v]) continue;
         ams_better(br, bv, (double)cnt[v] / (double)cost[v], v);
@@ -71,7 +71,7 @@ extern "C" __global__ void amcss_argmax_final(const double* __restrict__ part_r,
                                               unsigned long long* __restrict__ coverage) {
     double br = -1.0;
     int bv = AMS_NONE;
-    for (int i = threadIdx.x; i < nparts; i += blockDim.x) ams_better(br, bv, part_r[i], part_v[i]);
+    GC_FOR_BLOCK(i, 0, nparts) ams_better(br, bv, part_r[i], part_v[i]);
     ams_reduce(br, bv);
     if (threadIdx.x == 0) {
         // the batch ends at the first pick with nothing left to cover (every later pick too)
@@ -86,8 +86,8 @@ extern "C" __global__ void amcss_argmax_final(const double* __restrict__ part_r,
 }
 
 // One warp takes the len members of a set (physical start sp of a segment of length l) out of cnt.
-__device__ __forceinline__ void ams_uncount(const int* seg, gc_i64 sp, gc_i64 len, gc_i64 l, int lane, int* cnt) {
-    for (gc_i64 i = lane; i < len; i += 32) {
+__device__ __forceinline__ void ams_uncount(const int* seg, gc_i64 sp, gc_i64 len, gc_i64 l, int* cnt) {
+    GC_FOR_WARP(i, 0, len) {
         gc_i64 p = sp + i;
         if (p >= l) p -= l;
         atomicSub(&cnt[seg[p]], 1);
@@ -101,11 +101,10 @@ extern "C" __global__ void amcss_discover(int S, gc_i64 L, gc_i64 l, const int* 
                                           const gc_i64* __restrict__ count, gc_i64 theta, int use_node,
                                           const gc_i64* __restrict__ node_ptr, const unsigned char* __restrict__ mask,
                                           int* __restrict__ cnt, unsigned long long* __restrict__ newly) {
-    const int lane = threadIdx.x & 31;
+    const int lane = gc_lane();
     const gc_i64 node = use_node ? node_ptr[0] : -1;
     if (use_node && node < 0) return;
-    const gc_i64 nwarps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
-    for (gc_i64 gi = ((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; gi < theta; gi += nwarps) {
+    GC_FOR_GRID_WARPS(gi, 0, theta) {
         const gc_i64 s = gi % S, r = gi / S;
         if (r >= count[s]) continue;
         const gc_i64 o = s * L + r;
@@ -123,14 +122,14 @@ extern "C" __global__ void amcss_discover(int S, gc_i64 L, gc_i64 l, const int* 
                 const int v = seg[p];
                 h = use_node ? (v == node) : (mask[v] != 0);
             }
-            hit = __ballot_sync(AMS_FULL, h) != 0u;
+            hit = __ballot_sync(GC_FULL_MASK, h) != 0u;
         }
         if (hit) {
             if (lane == 0) {
                 flag[o] = 1;
                 atomicAdd(newly, 1ULL);
             }
-            ams_uncount(seg, sp, len, l, lane, cnt);
+            ams_uncount(seg, sp, len, l, cnt);
         }
         __syncwarp();
     }
@@ -141,9 +140,7 @@ extern "C" __global__ void amcss_trim_sets(int S, gc_i64 L, gc_i64 l, const int*
                                            const gc_i64* __restrict__ offset, const unsigned char* __restrict__ flag,
                                            const gc_i64* __restrict__ count, gc_i64 theta_keep, gc_i64 theta,
                                            int* __restrict__ cnt) {
-    const int lane = threadIdx.x & 31;
-    const gc_i64 nwarps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
-    for (gc_i64 gi = theta_keep + (((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5); gi < theta; gi += nwarps) {
+    GC_FOR_GRID_WARPS(gi, theta_keep, theta) {
         const gc_i64 s = gi % S, r = gi / S;
         if (r >= count[s]) continue;
         const gc_i64 o = s * L + r;
@@ -151,7 +148,7 @@ extern "C" __global__ void amcss_trim_sets(int S, gc_i64 L, gc_i64 l, const int*
         const gc_i64 start = offset[o], len = offset[o + 1] - start;
         const gc_i64 sp = start % l;
         const int* seg = mrr + s * l;
-        ams_uncount(seg, sp, len, l, lane, cnt);
+        ams_uncount(seg, sp, len, l, cnt);
     }
 }
 
@@ -159,7 +156,7 @@ extern "C" __global__ void amcss_trim_sets(int S, gc_i64 L, gc_i64 l, const int*
 extern "C" __global__ void amcss_trim_segments(int S, gc_i64 L, const gc_i64* __restrict__ offset,
                                                gc_i64* __restrict__ count, gc_i64* __restrict__ hi,
                                                gc_i64 theta_keep) {
-    for (gc_i64 s = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; s < S; s += (gc_i64)gridDim.x * blockDim.x) {
+    GC_FOR_GRID(s, 0, S) {
         const gc_i64 keep = theta_keep / S + ((theta_keep % S) > s ? 1 : 0);
         if (keep < count[s]) {
             count[s] = keep;
@@ -174,11 +171,11 @@ extern "C" __global__ void amcss_segment_stats(int S, gc_i64 L, const gc_i64* __
                                                const unsigned char* __restrict__ flag,
                                                const gc_i64* __restrict__ count, int* __restrict__ polluted,
                                                gc_i64* __restrict__ entries) {
-    for (gc_i64 s = blockIdx.x; s < S; s += gridDim.x) {
+    GC_FOR_GRID_BLOCKS(s, 0, S) {
         const gc_i64 r = count[s];
         int c = 0;
-        for (gc_i64 i = threadIdx.x; i < r; i += blockDim.x) c += flag[s * L + i] != 0 ? 1 : 0;
-        for (int off = 16; off > 0; off >>= 1) c += __shfl_sync(AMS_FULL, c, (threadIdx.x & 31) ^ off);
+        GC_FOR_BLOCK(i, 0, r) c += flag[s * L + i] != 0 ? 1 : 0;
+        c = gc_warp_sum(c);
         if (threadIdx.x == 0) {
             polluted[s] = c;
             entries[s] = offset[s * L + r] - offset[s * L];

@@ -19,6 +19,7 @@
 // No kernel uses __syncthreads or shared memory, and warp intrinsics only in oracle_reserve (whose
 // non-GPU branch is a plain atomicAdd): every thread works alone, so any interleaving of threads
 // (including the sequential one of gpucore/oracle/emulator.py) is valid.
+#include "gc_loops.cuh"
 #include "gc_random.cuh"
 #include "oracle_queue.cuh"
 
@@ -67,8 +68,8 @@ extern "C" __global__ void oracle_ic_expand_light(const gc_i64* __restrict__ out
                                                   gc_u64* heavy_queue, gc_u64* heavy_cnt, gc_i64 light_max,
                                                   int group) {
     const gc_u64 count = *cnt_in;
-    const gc_u64 tid = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const gc_u64 groups = ((gc_u64)gridDim.x * blockDim.x) / (gc_u64)group;
+    const gc_u64 tid = (gc_u64)gc_thread_id();
+    const gc_u64 groups = (gc_u64)gc_thread_count() / (gc_u64)group;
     const gc_i64 lane = (gc_i64)(tid % (gc_u64)group);
     for (gc_u64 i = tid / (gc_u64)group; i < count; i += groups) {
         const gc_u64 x = queue_in[i];
@@ -92,7 +93,7 @@ extern "C" __global__ void oracle_ic_expand_heavy(const gc_i64* __restrict__ out
                                                   const gc_u64* heavy_cnt, const gc_u64* cur_mask, gc_u64* next_mask,
                                                   gc_u64* visited, gc_u64* queue_out, gc_u64* cnt_out) {
     const gc_u64 count = *heavy_cnt;
-    for (gc_u64 i = blockIdx.x; i < count; i += gridDim.x) {
+    GC_FOR_GRID_BLOCKS(i, 0, count) {
         const gc_u64 x = heavy_queue[i];
         const gc_u64 w = x / (gc_u64)n;
         const gc_i64 u = (gc_i64)(x - w * (gc_u64)n);
@@ -104,8 +105,7 @@ extern "C" __global__ void oracle_ic_expand_heavy(const gc_i64* __restrict__ out
 // Zero the masks consumed at this level (they become the next-mask array two levels later).
 extern "C" __global__ void oracle_ic_clear(const gc_u64* queue_in, const gc_u64* cnt_in, gc_u64* cur_mask) {
     const gc_u64 count = *cnt_in;
-    const gc_u64 stride = (gc_u64)gridDim.x * blockDim.x;
-    for (gc_u64 i = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) cur_mask[queue_in[i]] = 0ULL;
+    GC_FOR_GRID(i, 0, count) cur_mask[queue_in[i]] = 0ULL;
 }
 
 // counts[64 w + j] += number of v with bit j of visited[w * n + v] set.
@@ -118,7 +118,7 @@ extern "C" __global__ void oracle_ic_count(const gc_u64* visited, gc_i64 n, gc_i
     const gc_i64 tile_nodes = per_thread * (gc_i64)blockDim.x;  // < 2^OIC_PLANES * blockDim.x
     const gc_i64 tiles_per_word = (n + tile_nodes - 1) / tile_nodes;
     const gc_i64 tiles = tiles_per_word * words;
-    for (gc_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    GC_FOR_GRID_BLOCKS(tile, 0, tiles) {
         const gc_i64 w = tile / tiles_per_word;
         const gc_i64 first = (tile - w * tiles_per_word) * tile_nodes + (gc_i64)threadIdx.x;
         gc_i64 last = (tile - w * tiles_per_word + 1) * tile_nodes;

@@ -41,9 +41,9 @@
 //    entry can ever appear again. Tickets at or above capacity are never waited for.
 // No wait depends on a block that has not started, so blocks need not be co-resident, and the
 // sequential-block schedule of gpucore/oracle/emulator.py is a legal one (its warps interleave).
+#include "gc_loops.cuh"
 #include "gc_random.cuh"
 
-#define OICW_FULL 0xffffffffu
 #define OICW_STAGE 64      // staged pushes per warp (>= 32)
 #define OICW_MAX_WARPS 8   // warps per block (block <= 256 threads)
 #define OICW_HEAD 0
@@ -90,8 +90,6 @@ __device__ __forceinline__ gc_u64 oicw_clock() {
 }
 #endif
 
-__device__ __forceinline__ unsigned oicw_lane() { return threadIdx.x & 31u; }
-__device__ __forceinline__ unsigned oicw_lanes_below() { return (1u << oicw_lane()) - 1u; }
 
 // uniform(h) < p  <=>  (h >> 11) < ceil(p 2^53), both sides exact (see oracle_ic.cu).
 __device__ __forceinline__ gc_u64 oicw_live_bound(float p) {
@@ -114,30 +112,26 @@ struct OicwGraph {
 // push(claimed, key, y) with all 32 lanes once per 32 arcs (claimed == 0: nothing to push).
 template <class Push>
 __device__ void oicw_expand(const OicwGraph& g, bool have, gc_u64 w, gc_i64 u, gc_u64 mask, Push& push) {
-    const int lane = (int)oicw_lane();
+    const int lane = gc_lane();
     gc_i64 begin = 0, deg = 0;
     if (have) {
         begin = g.indptr[u];
         deg = g.indptr[u + 1] - begin;
     }
-    gc_i64 incl = deg;  // inclusive scan of the degrees over the lanes
-    for (int d = 1; d < 32; d <<= 1) {
-        const gc_i64 t = __shfl_up_sync(OICW_FULL, incl, d);
-        if (lane >= d) incl += t;
-    }
-    const gc_i64 total = __shfl_sync(OICW_FULL, incl, 31);
+    const gc_i64 incl = gc_warp_inclusive_sum(deg);  // inclusive scan of the degrees over the lanes
+    const gc_i64 total = __shfl_sync(GC_FULL_MASK, incl, 31);
     const gc_i64 shift = begin - (incl - deg);  // arc a of the concatenation owned by this lane: shift + a
     const unsigned w32 = (unsigned)w;
     for (gc_i64 base = 0; base < total; base += 32) {
         const gc_i64 a = base + lane;
         int o = 0;  // owner: the number of lanes whose inclusive scan is <= a (< 32 when a < total)
         for (int s = 16; s > 0; s >>= 1) {
-            const gc_i64 probe = __shfl_sync(OICW_FULL, incl, o + s - 1);
+            const gc_i64 probe = __shfl_sync(GC_FULL_MASK, incl, o + s - 1);
             if (probe <= a) o += s;
         }
-        const gc_i64 shift_o = __shfl_sync(OICW_FULL, shift, o);
-        const gc_u64 mask_o = __shfl_sync(OICW_FULL, mask, o);
-        const unsigned w_o = __shfl_sync(OICW_FULL, w32, o);
+        const gc_i64 shift_o = __shfl_sync(GC_FULL_MASK, shift, o);
+        const gc_u64 mask_o = __shfl_sync(GC_FULL_MASK, mask, o);
+        const unsigned w_o = __shfl_sync(GC_FULL_MASK, w32, o);
         gc_u64 claimed = 0ULL, key = 0ULL, y = 0ULL;
         if (a < total) {
             const gc_i64 k = shift_o + a;
@@ -180,9 +174,9 @@ struct OicwLevelPush {
         __syncwarp();
         if (count != 0) {
             gc_u64 base = 0ULL;
-            if (oicw_lane() == 0) base = atomicAdd(cnt_out, (gc_u64)count);
-            base = __shfl_sync(OICW_FULL, base, 0);
-            for (int i = (int)oicw_lane(); i < count; i += 32) queue_out[base + (gc_u64)i] = stage[i];
+            if (gc_lane() == 0) base = atomicAdd(cnt_out, (gc_u64)count);
+            base = __shfl_sync(GC_FULL_MASK, base, 0);
+            GC_FOR_WARP(i, 0, count) queue_out[base + (gc_u64)i] = stage[i];
             count = 0;
         }
         __syncwarp();
@@ -190,11 +184,11 @@ struct OicwLevelPush {
     __device__ void operator()(gc_u64 claimed, gc_u64 key, gc_u64 y) {
         // The claim that turns next_mask[y] non-zero enqueues key, once per level.
         const bool first = claimed != 0ULL && atomicOr(&next_mask[y], claimed) == 0ULL;
-        const unsigned b = __ballot_sync(OICW_FULL, first);
+        const unsigned b = __ballot_sync(GC_FULL_MASK, first);
         if (b == 0u) return;
         const int np = __popc(b);
         if (count + np > OICW_STAGE) flush();
-        if (first) stage[count + __popc(b & oicw_lanes_below())] = key;
+        if (first) stage[count + __popc(b & gc_lanes_below())] = key;
         count += np;
     }
 };
@@ -208,13 +202,10 @@ __device__ __forceinline__ void oicw_level_body(const gc_i64* __restrict__ out_i
                                                 gc_u64* next_mask, gc_u64* queue_out, gc_u64* cnt_out,
                                                 gc_u64* stage) {
     const OicwGraph g{out_indptr, out_dst, out_prob, n, h1, visited};
-    const unsigned warp = threadIdx.x >> 5;
-    OicwLevelPush push{next_mask, queue_out, cnt_out, stage + warp * OICW_STAGE, 0};
+    OicwLevelPush push{next_mask, queue_out, cnt_out, stage + gc_warp() * OICW_STAGE, 0};
     const gc_u64 count = *cnt_in;
-    const gc_u64 first = ((gc_u64)blockIdx.x * (blockDim.x >> 5) + warp) * 32ULL;
-    const gc_u64 stride = (gc_u64)gridDim.x * (blockDim.x >> 5) * 32ULL;
-    for (gc_u64 b = first; b < count; b += stride) {  // warp-uniform
-        const gc_u64 i = b + oicw_lane();
+    GC_FOR_GRID_WARP_CHUNKS(b, 0, count) {  // warp-uniform
+        const gc_u64 i = (gc_u64)(b + gc_lane());
         const bool have = i < count;
         gc_u64 w = 0ULL, mask = 0ULL;
         gc_i64 u = 0;
@@ -264,17 +255,17 @@ struct OicwQueuePush {
     __device__ void flush() {
         __syncwarp();
         if (count != 0) {
-            const int lane = (int)oicw_lane();
+            const int lane = gc_lane();
             gc_u64 base = 0ULL;
             if (lane == 0) base = atomicAdd(&ctl[OICW_TAIL], (gc_u64)count);
-            base = __shfl_sync(OICW_FULL, base, 0);
+            base = __shfl_sync(GC_FULL_MASK, base, 0);
             OICW_PREEMPT();
-            for (int i = lane; i < count; i += 32) {
+            GC_FOR_WARP(i, 0, count) {
                 const gc_u64 t = base + (gc_u64)i;
                 if (t < capacity) oicw_st(&queue[2 * t], skey[i]);
             }
             oicw_fence();  // keys before masks: a readable mask means a readable key
-            for (int i = lane; i < count; i += 32) {
+            GC_FOR_WARP(i, 0, count) {
                 const gc_u64 t = base + (gc_u64)i;
                 if (t < capacity) {
                     oicw_st(&queue[2 * t + 1], smask[i]);
@@ -289,12 +280,12 @@ struct OicwQueuePush {
         __syncwarp();
     }
     __device__ void operator()(gc_u64 claimed, gc_u64 key, gc_u64) {
-        const unsigned b = __ballot_sync(OICW_FULL, claimed != 0ULL);
+        const unsigned b = __ballot_sync(GC_FULL_MASK, claimed != 0ULL);
         if (b == 0u) return;
         const int np = __popc(b);
         if (count + np > OICW_STAGE) flush();
         if (claimed != 0ULL) {
-            const int at = count + __popc(b & oicw_lanes_below());
+            const int at = count + __popc(b & gc_lanes_below());
             skey[at] = key;
             smask[at] = claimed;
         }
@@ -350,7 +341,7 @@ __device__ __forceinline__ void oicw_credit(gc_u64* ctl, gc_u64& credit) {
     oicw_fence();
     __syncwarp();
     if (credit != 0ULL) {
-        if (oicw_lane() == 0) {
+        if (gc_lane() == 0) {
             oicw_fence();
             OICW_PREEMPT();
             atomicAdd(&ctl[OICW_DONE], credit);
@@ -366,35 +357,35 @@ __device__ __forceinline__ void oicw_async_body(const gc_i64* __restrict__ out_i
                                                 gc_u64* pend, gc_u64* queue, gc_u64 capacity, gc_u64* ctl,
                                                 gc_u64* skey, gc_u64* smask) {
     const OicwGraph g{out_indptr, out_dst, out_prob, n, h1, visited};
-    const unsigned warp = threadIdx.x >> 5;
-    const int lane = (int)oicw_lane();
+    const unsigned warp = (unsigned)gc_warp();
+    const int lane = gc_lane();
     OicwQueuePush push{queue, capacity, ctl, pend, (gc_u64)n, skey + warp * OICW_STAGE, smask + warp * OICW_STAGE, 0};
     gc_u64 credit = 0ULL;  // warp-uniform: expanded entries not yet added to DONE
     gc_u64 tick = 0ULL;
     bool pending = false;  // this lane holds ticket `tick`, not yet expanded
     for (;;) {
-        unsigned held = __ballot_sync(OICW_FULL, pending);
+        unsigned held = __ballot_sync(GC_FULL_MASK, pending);
         if (held == 0u) {
             gc_u64 base = 0ULL;
             if (lane == 0) base = atomicAdd(&ctl[OICW_HEAD], 32ULL);
-            base = __shfl_sync(OICW_FULL, base, 0);
+            base = __shfl_sync(GC_FULL_MASK, base, 0);
             if (base >= capacity) break;  // every later ticket is beyond the queue: nothing to wait for
             tick = base + (gc_u64)lane;
             pending = tick < capacity;
-            held = __ballot_sync(OICW_FULL, pending);
+            held = __ballot_sync(GC_FULL_MASK, pending);
         }
         const bool ready = pending && oicw_ld(&queue[2 * tick + 1]) != 0ULL;
-        const unsigned rb = __ballot_sync(OICW_FULL, ready);
+        const unsigned rb = __ballot_sync(GC_FULL_MASK, ready);
         if (rb == 0u) {
             push.flush();
             oicw_credit(ctl, credit);
-            const gc_u64 low = __shfl_sync(OICW_FULL, tick, __ffs((int)held) - 1);
+            const gc_u64 low = __shfl_sync(GC_FULL_MASK, tick, __ffs((int)held) - 1);
             int state = 0;
             if (lane == 0) {
                 state = oicw_wait(queue, capacity, ctl, low);
                 if (state == 3) oicw_st(&ctl[OICW_ERR], 1ULL);
             }
-            state = __shfl_sync(OICW_FULL, state, 0);
+            state = __shfl_sync(GC_FULL_MASK, state, 0);
             if (state >= 2) break;
             continue;
         }
@@ -438,19 +429,17 @@ extern "C" __global__ void __launch_bounds__(256, 8) oracle_icw_async8(OICW_ASYN
 // FLAG is set (another launch and refill will take it).
 extern "C" __global__ void oracle_icw_refill(gc_u64* pend, gc_i64 total, gc_i64 n, gc_u64* queue, gc_u64 capacity,
                                              gc_u64* ctl) {
-    const int lane = (int)oicw_lane();
-    const gc_i64 first = ((gc_i64)blockIdx.x * (gc_i64)(blockDim.x >> 5) + (gc_i64)(threadIdx.x >> 5)) * 32;
-    const gc_i64 stride = (gc_i64)gridDim.x * (gc_i64)(blockDim.x >> 5) * 32;
-    for (gc_i64 b = first; b < total; b += stride) {  // warp-uniform
+    const int lane = gc_lane();
+    GC_FOR_GRID_WARP_CHUNKS(b, 0, total) {  // warp-uniform
         const gc_i64 x = b + lane;
         const gc_u64 m = x < total ? pend[x] : 0ULL;
-        const unsigned bal = __ballot_sync(OICW_FULL, m != 0ULL);
+        const unsigned bal = __ballot_sync(GC_FULL_MASK, m != 0ULL);
         if (bal == 0u) continue;
         gc_u64 base = 0ULL;
         if (lane == 0) base = atomicAdd(&ctl[OICW_TAIL], (gc_u64)__popc(bal));
-        base = __shfl_sync(OICW_FULL, base, 0);
+        base = __shfl_sync(GC_FULL_MASK, base, 0);
         if (m != 0ULL) {
-            const gc_u64 t = base + (gc_u64)__popc(bal & oicw_lanes_below());
+            const gc_u64 t = base + (gc_u64)__popc(bal & gc_lanes_below());
             if (t < capacity) {
                 const gc_u64 w = (gc_u64)(x / n);
                 queue[2 * t] = (w << 32) | (gc_u64)(x - (gc_i64)w * n);

@@ -11,6 +11,7 @@
 // Queues hold entries x (uint64); each x is enqueued at most once overall. Counters live in device
 // memory, one per level (see oracle_ic.cu). Entries of out-degree > light_max go to the heavy kernel
 // (one block per entry). No __syncthreads or shared memory; warp intrinsics only in oracle_reserve.
+#include "gc_loops.cuh"
 #include "gc_random.cuh"
 #include "oracle_queue.cuh"
 
@@ -41,8 +42,8 @@ extern "C" __global__ void oracle_lt_expand_light(const gc_i64* __restrict__ out
                                                   gc_u64* queue_out, gc_u64* cnt_out, gc_u64* heavy_queue,
                                                   gc_u64* heavy_cnt, gc_i64 light_max, int group) {
     const gc_u64 count = *cnt_in;
-    const gc_u64 tid = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const gc_u64 groups = ((gc_u64)gridDim.x * blockDim.x) / (gc_u64)group;
+    const gc_u64 tid = (gc_u64)gc_thread_id();
+    const gc_u64 groups = (gc_u64)gc_thread_count() / (gc_u64)group;
     const gc_i64 lane = (gc_i64)(tid % (gc_u64)group);
     for (gc_u64 i = tid / (gc_u64)group; i < count; i += groups) {
         const gc_u64 x = queue_in[i];
@@ -66,7 +67,7 @@ extern "C" __global__ void oracle_lt_expand_heavy(const gc_i64* __restrict__ out
                                                   const gc_u64* heavy_cnt, gc_u64* acc, unsigned char* active,
                                                   gc_u64* queue_out, gc_u64* cnt_out) {
     const gc_u64 count = *heavy_cnt;
-    for (gc_u64 i = blockIdx.x; i < count; i += gridDim.x) {
+    GC_FOR_GRID_BLOCKS(i, 0, count) {
         const gc_u64 x = heavy_queue[i];
         const gc_u64 s = x / (gc_u64)n;
         const gc_i64 u = (gc_i64)(x - s * (gc_u64)n);
