@@ -393,8 +393,8 @@ class CPUSelector:
         return int(count_hits(np.asarray(coll.offsets), np.asarray(coll.nodes), mark))
 
     def coverage_bound(self, coll, k: int) -> int:
-        """Sum over rounds of the k largest element counts (``gpucore.im.engine.top_k_sum``)."""
-        from gpucore.im.engine import top_k_sum
+        """Sum over rounds of the k largest element counts (``gpucore.im.rrsets.top_k_sum``)."""
+        from gpucore.im.rrsets import top_k_sum
 
         counts = np.bincount(np.asarray(coll.nodes), minlength=self.n * self.rounds)
         return top_k_sum(np, counts, self.n, self.rounds, int(k))

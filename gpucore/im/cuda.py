@@ -301,8 +301,8 @@ class CUDASelector(_Device):
         return CUDASelection(self, coll, k)
 
     def coverage_bound(self, coll, k: int) -> int:
-        """Sum over rounds of the k largest element counts (``gpucore.im.engine.top_k_sum``)."""
-        from gpucore.im.engine import top_k_sum
+        """Sum over rounds of the k largest element counts (``gpucore.im.rrsets.top_k_sum``)."""
+        from gpucore.im.rrsets import top_k_sum
 
         counts = self.counts(coll)
         return top_k_sum(self.xp, counts, self.n, self.rounds, int(k))

@@ -39,7 +39,7 @@ Selector contract (``CPUSelector`` / ``CUDASelector``)
     The sets of ``coll`` holding at least one of ``elements`` (scoring seeds on other sets).
 ``coverage_bound(coll, k) -> int``
     An upper bound on the sets any feasible seed set covers (the greedy's included): the sum over
-    rounds of the k largest counts (``top_k_sum``); the lower-bound search skips a greedy it
+    rounds of the k largest counts (``gpucore.im.rrsets.top_k_sum``); the lower-bound search skips a greedy it
     shows cannot pass.
 
 The sampler registry names implementations by module, imported on first use, so the project works
@@ -146,13 +146,6 @@ def make_engine(graph, model: str, rounds: int, seed: int, backend, sampler: str
     """The engine of ``backend`` with the named sampler (``SAMPLERS``) and the backend's selector."""
     return Engine(make_sampler(graph, model, rounds, seed, backend, sampler, **sampler_options),
                   make_selector(graph.n, rounds, backend))
-
-
-def top_k_sum(xp, counts, n: int, rounds: int, k: int) -> int:
-    """Sum over rounds of the k largest of ``counts`` (length n * rounds) in that round: k seeds per
-    round cover at most that many sets, however they overlap."""
-    per_round = xp.sort(counts.reshape(rounds, n), axis=1)[:, n - k:]
-    return int(per_round.sum(dtype=np.int64))
 
 
 def stepwise_greedy(selection, steps: int, combine=None):

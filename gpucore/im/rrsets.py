@@ -102,3 +102,10 @@ class RRCollection:
         self.count = self.total = 0
         self._offsets = self.backend.zeros((1,), np.int64, what="RR-set offsets")
         self._nodes = self.backend.empty((0,), np.int32, what="RR-set elements")
+
+
+def top_k_sum(xp, counts, n: int, rounds: int, k: int) -> int:
+    """Sum over rounds of the k largest of ``counts`` (length n * rounds) in that round: k seeds per
+    round cover at most that many sets, however they overlap."""
+    per_round = xp.sort(counts.reshape(rounds, n), axis=1)[:, n - k:]
+    return int(per_round.sum(dtype=np.int64))
