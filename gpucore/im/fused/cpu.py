@@ -46,7 +46,7 @@ _COIN = np.uint64(int(Stream.COIN))
 _LT = np.uint64(int(Stream.LT_CHOICE))
 _DEBRUIJN = np.array([0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8, 31, 27, 13, 23, 21, 19, 16, 7, 26,
                       12, 18, 6, 11, 5, 10, 9], dtype=np.int64)
-_C_ENTRIES, _C_BITS, _C_READS, _C_LEVELS, _C_PEAK, _C_EXTRACT, _C_TRAV = range(len(KERNEL_COUNTERS))
+_C_ENTRIES, _C_BITS, _C_READS, _C_LEVELS, _C_PEAK, _C_EXTRACT, _C_TRAV, _C_UNFUSED = range(len(KERNEL_COUNTERS))
 
 
 @njit(inline="always", cache=True)
@@ -209,10 +209,14 @@ def run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new
         # ---- write the ended traversals' sets, clear their bits ----
         for b in range(B):
             cnt[b] = 0
+        unfused = 0
         for k in range(ntouch):
             word = touched[k]
             w = word % W
             m = np.int64(vis[word]) & fin[w]
+            if m:
+                x = word // W
+                unfused += _popc(m) * (ind[x + 1] - ind[x])
             while m:
                 b = _ctz(m)
                 m &= m - 1
@@ -255,6 +259,7 @@ def run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new
         ntouch = keep
         counters[_C_EXTRACT] += 1
         counters[_C_TRAV] += nfin
+        counters[_C_UNFUSED] += unfused
 
 
 @njit(parallel=True, cache=True)
@@ -306,7 +311,6 @@ class FusedCPUEngine(CPUEngine):
         self.tg = traversal_graph(self.in_indptr, self.in_src, self.in_eid, self.in_prob, self.qcum, self.lt, graph,
                                   order)
         self._scratch = None
-        self._degree = np.diff(self.in_indptr)
         self._stats = SamplerStats(self.options, "cpu", self.workers, self.workers * per_worker, 4)
         self._stats.reorder_seconds = self.tg.seconds
 
@@ -370,5 +374,4 @@ class FusedCPUEngine(CPUEngine):
             np.cumsum(trav_size, out=dest[1:])
             elements = gather_sets(bufs[0] if len(bufs) == 1 else np.concatenate(bufs), trav_start, trav_size, dest)
             sizes = trav_size.reshape(sets, T).sum(axis=1)
-            st.add("edge_reads_unfused", int(self._degree[elements % self.n if T > 1 else elements].sum()))
         return sizes, elements

@@ -24,7 +24,8 @@ from gpucore.timing import Phases
 COUNTERS = ("entries", "mask_bits", "edge_reads", "edge_reads_unfused", "levels", "frontier_peak", "extractions",
             "traversals", "regrowths")
 #: order of the counters the kernels fill (an int64 array of this length)
-KERNEL_COUNTERS = ("entries", "mask_bits", "edge_reads", "levels", "frontier_peak", "extractions", "traversals")
+KERNEL_COUNTERS = ("entries", "mask_bits", "edge_reads", "levels", "frontier_peak", "extractions", "traversals",
+                   "edge_reads_unfused")
 MAX_COUNTERS = ("frontier_peak",)
 
 
