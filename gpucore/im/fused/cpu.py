@@ -37,7 +37,7 @@ from gpucore.errors import OutOfMemoryError, format_bytes
 from gpucore.im.cpu import CPUEngine, lt_pick
 from gpucore.im.fused.batching import FusedOptions, dispatch_order, pieces, set_roots
 from gpucore.im.fused.layout import traversal_graph
-from gpucore.im.fused.stats import KERNEL_COUNTERS, SamplerStats
+from gpucore.im.fused.stats import KERNEL_COUNTERS, Instrumented, SamplerStats
 from gpucore.random import Stream
 from gpucore.random.hashing import bernoulli, mix3, mix5, step
 from gpucore.random.worlds import lt_draw
@@ -289,7 +289,7 @@ def scratch_bytes(n: int, words: int) -> int:
     return int(n) * words * (4 + 4 + 8) + 2 * 4 * int(n)
 
 
-class FusedCPUEngine(CPUEngine):
+class FusedCPUEngine(Instrumented, CPUEngine):
     """``CPUEngine`` (its greedy selector, its host arrays) with the fused sampler (module docstring)."""
 
     name = "cpu-fused"
@@ -313,10 +313,6 @@ class FusedCPUEngine(CPUEngine):
         self._scratch = None
         self._stats = SamplerStats(self.options, "cpu", self.workers, self.workers * per_worker, 4)
         self._stats.reorder_seconds = self.tg.seconds
-
-    def stats(self) -> dict:
-        """Instrumentation summed over every call so far (``stats.py``)."""
-        return self._stats.to_dict()
 
     def _scratch_arrays(self):
         if self._scratch is None:

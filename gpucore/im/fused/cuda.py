@@ -31,7 +31,7 @@ from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.cuda import CUDAEngine
 from gpucore.im.fused.batching import FusedOptions, pieces
 from gpucore.im.fused.layout import traversal_graph
-from gpucore.im.fused.stats import KERNEL_COUNTERS, SamplerStats
+from gpucore.im.fused.stats import KERNEL_COUNTERS, Instrumented, SamplerStats
 
 #: traversals in flight per SM that the batch count aims at (memory permitting)
 INFLIGHT_PER_SM = 128
@@ -50,7 +50,7 @@ def batch_bytes(n: int, words: int) -> int:
     return 12 * int(n) * words + 20 * 32 * words + 8 * words + 4
 
 
-class FusedCUDAEngine(CUDAEngine):
+class FusedCUDAEngine(Instrumented, CUDAEngine):
     """``CUDAEngine`` (greedy selector, device facts) with the fused sampler (module docstring)."""
 
     name = "cuda-fused"
@@ -124,10 +124,6 @@ class FusedCUDAEngine(CUDAEngine):
         self.pool_factor = 1.3  # pool = traversals x mean size x factor + slack; tests shrink it to force growth
         self._stats = SamplerStats(opts, "cuda", G, G * per_batch, 8, sync=be.synchronize)
         self._stats.reorder_seconds = reorder_seconds
-
-    def stats(self) -> dict:
-        """Instrumentation summed over every call so far (``stats.py``)."""
-        return self._stats.to_dict()
 
     # ---- sampling ---------------------------------------------------------------------------
     def sample_into(self, coll, count: int, mean_hint: float) -> None:

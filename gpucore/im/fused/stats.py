@@ -37,9 +37,14 @@ class SamplerStats:
         self.batches = int(batches)
         self.mask_bytes = int(mask_bytes)
         self.list_entry_bytes = int(list_entry_bytes)
-        self.counts = {name: 0 for name in COUNTERS}
-        self.phases = Phases(("roots", "traverse", "compact"), sync=sync)
+        self._sync = sync
         self.reorder_seconds = 0.0
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero the counters and phase clocks (the reorder time of the engine's construction stays)."""
+        self.counts = {name: 0 for name in COUNTERS}
+        self.phases = Phases(("roots", "traverse", "compact"), sync=self._sync)
 
     def add_kernel_counters(self, values) -> None:
         for name, value in zip(KERNEL_COUNTERS, values):
@@ -66,3 +71,14 @@ class SamplerStats:
             "frontier_bytes_peak": c["frontier_peak"] * self.list_entry_bytes,
             "seconds_by_phase": {"reorder": self.reorder_seconds, **self.phases.seconds},
         }
+
+
+class Instrumented:
+    """Mixin of the fused engines: ``stats()`` and ``reset_stats()`` over their ``_stats``."""
+
+    def stats(self) -> dict:
+        """Instrumentation summed over every call since construction or ``reset_stats`` (module docstring)."""
+        return self._stats.to_dict()
+
+    def reset_stats(self) -> None:
+        self._stats.reset()
