@@ -59,6 +59,7 @@ def same(a, b):
 
 def assert_clean(eng):
     assert not eng.vis.any() and not eng.nxt.any() and not eng.occ.any() and not eng.tcount.any()
+    assert not eng.gcnt.any() and not eng.done.any() and not eng.act.any()
 
 
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 2), ("LT", 2)])
@@ -90,6 +91,27 @@ def test_pool_growth_and_list_rebuild(graphs, model):
     assert_clean(eng)
     s = eng.stats()
     assert s["regrowths"] >= 2 and eng.list_cap > 4
+
+
+def test_extraction_by_many_blocks_sparse_and_dense(graphs):
+    """Several blocks per batch write the sets; small footprints walk the ring, large ones all words."""
+    for name in graphs:
+        g = graphs[name]
+        want = engine_sets(CPUEngine(g, "IC", 1, 8, CPU), 0, 300)
+        eng = emulated_fused_engine(g, "IC", 1, 8, batch_width=64, max_batches=2, sms=4)
+        seen, grids = set(), set()
+        extract = eng.k_extract
+
+        def spy(grid, block, args, extract=extract, eng=eng, seen=seen, grids=grids):
+            grids.add(grid)
+            seen.update(int(d) for m, d in zip(eng.emode[: grid[1]], eng.edense[: grid[1]]) if m == 2)
+            return extract(grid, block, args)
+
+        eng.k_extract = spy
+        same(want, engine_sets(eng, 0, 300))
+        assert_clean(eng)
+        assert min(x for x, _ in grids) == 8  # 4 blocks per SM over 2 batches
+        assert seen == {0, 1} if name == "dense" else 0 in seen
 
 
 @pytest.mark.parametrize("schedule", [1, 2])

@@ -38,7 +38,7 @@ def same_sets(a, b):
 def assert_clean(eng):
     xp = eng.xp
     assert not bool(xp.any(eng.vis)) and not bool(xp.any(eng.nxt)) and not bool(xp.any(eng.occ))
-    assert not bool(xp.any(eng.tcount))
+    assert not bool(xp.any(eng.tcount)) and not bool(xp.any(eng.gcnt)) and not bool(xp.any(eng.done))
 
 
 def pa_graph(nodes=3000, edges=20000, seed=3, prob=None):

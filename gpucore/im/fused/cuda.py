@@ -8,17 +8,20 @@ piece of a call (``batching.py``):
 
 1. roots: ``fz_keys`` draws every traversal's root; with sorted sources the keys (root << 32 | i)
    are sorted on the device, and batches take consecutive runs of them;
-2. traverse: ``fz_refill`` loads the first B traversals into every batch, then each level is
-   ``fz_expand`` (list c -> list c ^ 1), ``fz_active`` (slots still running per batch) and
-   ``fz_refill`` (write the sets of ended slots into the pool, reload their slots); the host reads
-   the control words every ``levels_per_sync`` levels: it grows the pool (copy) or the frontier
-   lists (rebuilt from the masks by ``fz_rescan``) when a kernel flagged them full, and stops when
-   no entry is left;
+2. traverse: ``fz_decide`` + ``fz_extract`` load the first B traversals into every batch, then each
+   level is ``fz_expand_ic``/``_lt`` (list c -> list c ^ 1, marking the slots that discovered a
+   vertex), ``fz_decide`` (ended slots = occupied and unmarked; once the tail threshold is reached,
+   count their members and reserve their sets' space in the pool) and ``fz_extract`` (write the sets,
+   clear their bits, load the next traversals into the free slots); both run X blocks per batch so
+   that the members of a large batch are written by many SMs. The host reads the control words every
+   ``levels_per_sync`` levels: it grows the pool (copy) or the frontier lists (rebuilt from the masks
+   by ``fz_rescan``) when a kernel flagged them full, and stops when every traversal has been
+   written and no entry is left;
 3. compact: ``im_compact`` (of ``im_sample.cu``) copies the traversals' sets in order of i, so the
    collection holds set j = its T rounds, in order of j, exactly as the unfused sampler's.
 
 The selector is ``CUDAEngine``'s (this class subclasses it with a one-block gIM sampler, never run).
-Memory: each batch holds ``12 n W`` bytes (vis, nxt, touched) and G is the largest count within
+Memory: each batch holds ``12 n W`` bytes (vis, nxt, touched ring) and G is the largest count within
 ``mask_fraction`` of free device memory, at most ``ceil(128 x SMs / W)`` batches (about 128 traversals
 in flight per SM); a graph whose single batch does not fit is refused with the bytes it needs.
 """
@@ -35,10 +38,13 @@ from gpucore.im.fused.stats import KERNEL_COUNTERS, Instrumented, SamplerStats
 
 #: traversals in flight per SM that the batch count aims at (memory permitting)
 INFLIGHT_PER_SM = 128
+#: blocks per batch of the extraction kernels aim at this many blocks in all, per SM
+EXTRACT_BLOCKS_PER_SM = 4
 #: ctl words and flags (im_fused.cu)
 _DISPATCH, _POOL, _FLAGS = 2, 3, 4
 _LIST_OVERFLOW, _POOL_OVERFLOW = 1, 2
-_REFILL_THREADS = 256
+_BATCH_THREADS = 256  # FZ_THREADS
+_TRAVERSALS = 6  # FZ_S_TRAV
 
 
 def _i64(x):
@@ -91,9 +97,9 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
             reorder_seconds = tg.seconds
         mod = self._load("im/im_fused")
         self.k_keys = mod.get_function("fz_keys")
-        self.k_expand = mod.get_function("fz_expand")
-        self.k_active = mod.get_function("fz_active")
-        self.k_refill = mod.get_function("fz_refill")
+        self.k_expand = mod.get_function("fz_expand_lt" if self.lt else "fz_expand_ic")
+        self.k_decide = mod.get_function("fz_decide")
+        self.k_extract = mod.get_function("fz_extract")
         self.k_rescan = mod.get_function("fz_rescan")
 
         per_batch = batch_bytes(n, W)
@@ -111,9 +117,11 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
         self.vis = be.zeros((G * n * W,), np.uint32, what="fused visited masks")
         self.nxt = be.zeros((G * n * W,), np.uint32, what="fused frontier masks")
         self.touched = be.empty((G * n * W,), np.int32, what="fused visited-word lists")
-        self.tcount = be.zeros((G,), np.int32, what="fused list counts")
-        self.occ = be.zeros((G * W,), np.uint32, what="fused slot masks")
-        self.act = be.zeros((G * W,), np.uint32, what="fused slot masks")
+        small = {name: be.zeros((size,), dtype, what="fused batch state") for name, size, dtype in (
+            ("tbase", G, np.int32), ("tcount", G, np.int32), ("occ", G * W, np.uint32), ("act", G * W, np.uint32),
+            ("emode", G, np.int32), ("edense", G, np.int32), ("efin", G * W, np.uint32), ("gcnt", G * B, np.int32),
+            ("cursor", G * B, np.int64), ("tnew", G, np.int32), ("done", 2 * G, np.int32))}
+        self.__dict__.update(small)
         self.slot_tr = be.empty((G * B,), np.int64, what="fused slots")
         self.slot_key = be.empty((G * B,), np.uint64, what="fused slots")
         self.slot_off = be.empty((G * B,), np.int32, what="fused slots")
@@ -155,25 +163,28 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
         self.pool = be.empty((pool_cap,), np.int32, what=f"fused RR-set pool ({pool_cap:,} int32)")
         self.ctl.fill(0)
         self.counters.fill(0)
-        refill = self._refill_launcher(used, j_begin, total, 1 if opts.sorted_sources else 0, order, trav_start,
-                                       trav_size)
+        X = int(max(1, -(-EXTRACT_BLOCKS_PER_SM * self.sms // used)))
+        step = self._level_launcher(used, X, j_begin, total, 1 if opts.sorted_sources else 0, order, trav_start,
+                                    trav_size)
         with st.phases.phase("traverse"):
-            refill(0)
-            c = 0
+            step(None, 0)  # load every batch
+            c, last = 0, None
             while True:
                 for _ in range(self.levels_per_sync):
-                    self._expand(c)
-                    self.k_active((self.sms * 4,), (256,), (self.lists[c ^ 1], np.uint64(self.list_cap), self.ctl,
-                                                            np.int32(c ^ 1), self.nxt, self.act, _i64(n), np.int32(W),
-                                                            self.counters))
-                    refill(c ^ 1)
+                    step(c, c ^ 1)
                     c ^= 1
                 ctl = be.to_host(self.ctl)
                 flags = int(ctl[_FLAGS])
+                done = int(be.to_host(self.counters[_TRAVERSALS : _TRAVERSALS + 1])[0])
                 if not flags:
-                    if int(ctl[c]) == 0:
+                    if int(ctl[c]) == 0 and done == total:
                         break
+                    state = (done, int(ctl[c]), int(ctl[_DISPATCH]))
+                    if int(ctl[c]) == 0 and state == last:
+                        raise RuntimeError("fused sampler made no progress (internal error)")
+                    last = state
                     continue
+                last = None
                 self.ctl[_FLAGS] = 0  # before growing: a rescan that overflows again sets it again
                 if flags & _POOL_OVERFLOW:
                     self._grow_pool(int(ctl[_POOL]))
@@ -181,7 +192,7 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
                     self._grow_lists(c, used)
                 st.add("regrowths", 1)
         if int(xp.count_nonzero(trav_size < 0)):
-            raise RuntimeError("fz_refill left traversals unfinished (internal error)")
+            raise RuntimeError("fz_extract left traversals unfinished (internal error)")
         st.add_kernel_counters(be.to_host(self.counters))
         with st.phases.phase("compact"):
             ends = xp.cumsum(trav_size, dtype=np.int64) + coll.total
@@ -196,30 +207,35 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
             coll.total += added
         del self.pool
 
-    def _refill_launcher(self, used, j_begin, total, use_order, order, trav_start, trav_size):
-        opts, d = self.options, self.d
+    def _level_launcher(self, used, X, j_begin, total, use_order, order, trav_start, trav_size):
+        """step(c, idx): expand list c into list idx (none for c = None), then decide and extract."""
+        opts, d, n, W = self.options, self.d, self.n, self.options.words
+        lt = np.int32(1 if self.lt else 0)
+        expand_blocks = self.sms * max(1, 2048 // self.expand_threads)
 
-        def launch(idx: int) -> None:
-            self.k_refill((used,), (_REFILL_THREADS,), (
-                np.int32(1 if self.lt else 0), _i64(self.n), np.int32(opts.words), self.seed, _i64(self.rounds),
-                _i64(j_begin), _i64(total), np.int32(use_order), order, np.int32(opts.refill_threshold),
-                d["in_indptr"], d["old_of_new"], d["new_of_old"], self.vis, self.nxt, self.touched, self.tcount,
-                self.occ, self.act, self.slot_tr, self.slot_key, self.slot_off, self.lists[idx],
-                np.uint64(self.list_cap), self.ctl, np.int32(idx), self.pool, np.uint64(self.pool.shape[0]),
-                trav_start, trav_size, self.counters,
+        def step(c, idx: int) -> None:
+            if c is not None:
+                self.k_expand((expand_blocks,), (self.expand_threads,), (
+                    d["in_indptr"], d["in_src"], d["in_eid"], d["in_prob"], d["qcum"], d["old_of_new"], _i64(n),
+                    np.int32(W), self.seed, self.slot_key, self.vis, self.nxt, self.act, self.touched, self.tbase,
+                    self.tcount, self.lists[c], self.lists[idx], np.uint64(self.list_cap), self.ctl, np.int32(c),
+                    self.counters,
+                ))
+            self.k_decide((X, used), (_BATCH_THREADS,), (
+                _i64(n), np.int32(W), _i64(total), np.int32(opts.refill_threshold), d["in_indptr"], self.vis,
+                self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense, self.efin,
+                self.gcnt, self.cursor, self.tnew, self.done, self.slot_tr, trav_start, trav_size, self.ctl,
+                np.int32(idx), np.uint64(self.pool.shape[0]), self.counters,
+            ))
+            self.k_extract((X, used), (_BATCH_THREADS,), (
+                lt, _i64(n), np.int32(W), self.seed, _i64(self.rounds), _i64(j_begin), _i64(total),
+                np.int32(use_order), order, d["in_indptr"], d["old_of_new"], d["new_of_old"], self.vis, self.nxt,
+                self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense, self.efin,
+                self.gcnt, self.cursor, self.tnew, self.done, self.slot_tr, self.slot_key, self.slot_off,
+                self.lists[idx], np.uint64(self.list_cap), self.ctl, np.int32(idx), self.pool, self.counters,
             ))
 
-        return launch
-
-    def _expand(self, c: int) -> None:
-        d = self.d
-        blocks = self.sms * max(1, 2048 // self.expand_threads)
-        self.k_expand((blocks,), (self.expand_threads,), (
-            np.int32(1 if self.lt else 0), d["in_indptr"], d["in_src"], d["in_eid"], d["in_prob"], d["qcum"],
-            d["old_of_new"], _i64(self.n), np.int32(self.options.words), self.seed, self.slot_key, self.vis,
-            self.nxt, self.touched, self.tcount, self.lists[c], self.lists[c ^ 1], np.uint64(self.list_cap),
-            self.ctl, np.int32(c), self.counters,
-        ))
+        return step
 
     def _grow_pool(self, tail: int) -> None:
         cap = 2 * int(self.pool.shape[0])
