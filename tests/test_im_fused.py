@@ -25,27 +25,9 @@ from gpucore.im.fused.cpu import FusedCPUEngine
 from gpucore.im.rrsets import FINAL_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
 from gpucore.random import Stream, mix_py
+from tests.im_graphs import dense_graph, wc_graph
 
 CPU = get_backend("cpu")
-
-
-def wc_graph(n=300, deg=6, seed=1):
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, n, n * deg)
-    dst = rng.integers(0, n, n * deg)
-    key = np.unique(src[src != dst] * n + dst[src != dst])
-    src, dst = key // n, key % n
-    indeg = np.bincount(dst, minlength=n)
-    return from_arcs(n, src, dst, 1.0 / indeg[dst])
-
-
-def dense_graph(n=120, p=0.3, seed=2):
-    """Every ordered pair with probability 0.25, constant p: large, overlapping RR sets (much fusing)."""
-    rng = np.random.default_rng(seed)
-    a = rng.random((n, n)) < 0.25
-    np.fill_diagonal(a, False)
-    src, dst = np.nonzero(a)
-    return from_arcs(n, src, dst, p)
 
 
 def unfused(g, model, rounds, seed, j0, count):

@@ -16,39 +16,21 @@ import pytest
 import gpucore.im.driver as driver
 from gpucore.backend import get_backend
 from gpucore.errors import GpucoreError, OutOfMemoryError
-from gpucore.graph import from_arcs
 from gpucore.im import imm
 from gpucore.im.cpu import CPUEngine
 from gpucore.im.fused.cpu import FusedCPUEngine
 from gpucore.im.fused.emulated import available, emulated_fused_engine
 from gpucore.im.rrsets import FINAL_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
+from tests.im_graphs import dense_graph, wc_graph
 
 pytestmark = pytest.mark.skipif(not available(), reason="g++ not available")
 CPU = get_backend("cpu")
 
 
-def wc_graph(n=150, deg=5, seed=1):
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, n, n * deg)
-    dst = rng.integers(0, n, n * deg)
-    key = np.unique(src[src != dst] * n + dst[src != dst])
-    src, dst = key // n, key % n
-    indeg = np.bincount(dst, minlength=n)
-    return from_arcs(n, src, dst, 1.0 / indeg[dst])
-
-
-def dense_graph(n=80, p=0.25, seed=2):
-    rng = np.random.default_rng(seed)
-    a = rng.random((n, n)) < 0.2
-    np.fill_diagonal(a, False)
-    src, dst = np.nonzero(a)
-    return from_arcs(n, src, dst, p)
-
-
 @pytest.fixture(scope="module")
 def graphs():
-    return {"wc": wc_graph(), "dense": dense_graph()}
+    return {"wc": wc_graph(n=150, deg=5), "dense": dense_graph(n=80, p=0.25, density=0.2)}
 
 
 def same(a, b):

@@ -32,12 +32,29 @@ ORDERS = ("none", "rcm", "community")
 LPA_SWEEPS = 10
 
 
-@njit(cache=True)
-def _rcm(out_indptr, out_dst, in_indptr, in_src):
+@njit(parallel=True, cache=True)
+def _undirected(out_indptr, out_dst, in_indptr, in_src):
+    """Neighbours of each vertex (out-row then in-row; a reciprocal pair appears twice) as a CSR."""
     n = out_indptr.shape[0] - 1
-    deg = np.empty(n, dtype=np.int64)
+    indptr = np.zeros(n + 1, dtype=np.int64)
     for v in range(n):
-        deg[v] = out_indptr[v + 1] - out_indptr[v] + in_indptr[v + 1] - in_indptr[v]
+        indptr[v + 1] = indptr[v] + out_indptr[v + 1] - out_indptr[v] + in_indptr[v + 1] - in_indptr[v]
+    adj = np.empty(indptr[n], dtype=np.int32)
+    for v in prange(n):
+        k = indptr[v]
+        for a in range(out_indptr[v], out_indptr[v + 1]):
+            adj[k] = out_dst[a]
+            k += 1
+        for a in range(in_indptr[v], in_indptr[v + 1]):
+            adj[k] = in_src[a]
+            k += 1
+    return indptr, adj
+
+
+@njit(cache=True)
+def _rcm(indptr, adj):
+    n = indptr.shape[0] - 1
+    deg = indptr[1:] - indptr[:-1]
     starts = np.argsort(deg * n + np.arange(n))  # smallest degree first, ties by id
     seen = np.zeros(n, dtype=np.uint8)
     order = np.empty(n, dtype=np.int64)
@@ -54,14 +71,8 @@ def _rcm(out_indptr, out_dst, in_indptr, in_src):
             v = order[head]
             head += 1
             k = 0
-            for a in range(out_indptr[v], out_indptr[v + 1]):
-                u = out_dst[a]
-                if not seen[u]:
-                    seen[u] = 1
-                    fresh[k] = deg[u] * n + u
-                    k += 1
-            for a in range(in_indptr[v], in_indptr[v + 1]):
-                u = in_src[a]
+            for a in range(indptr[v], indptr[v + 1]):
+                u = adj[a]
                 if not seen[u]:
                     seen[u] = 1
                     fresh[k] = deg[u] * n + u
@@ -75,8 +86,8 @@ def _rcm(out_indptr, out_dst, in_indptr, in_src):
 
 
 @njit(cache=True)
-def _label_propagation(out_indptr, out_dst, in_indptr, in_src, sweeps):
-    n = out_indptr.shape[0] - 1
+def _label_propagation(indptr, adj, sweeps):
+    n = indptr.shape[0] - 1
     label = np.arange(n)
     count = np.zeros(n, dtype=np.int64)
     seen = np.empty(n, dtype=np.int64)
@@ -84,14 +95,8 @@ def _label_propagation(out_indptr, out_dst, in_indptr, in_src, sweeps):
         changed = 0
         for v in range(n):
             k = 0
-            for a in range(out_indptr[v], out_indptr[v + 1]):
-                c = label[out_dst[a]]
-                if count[c] == 0:
-                    seen[k] = c
-                    k += 1
-                count[c] += 1
-            for a in range(in_indptr[v], in_indptr[v + 1]):
-                c = label[in_src[a]]
+            for a in range(indptr[v], indptr[v + 1]):
+                c = label[adj[a]]
                 if count[c] == 0:
                     seen[k] = c
                     k += 1
@@ -121,11 +126,11 @@ def vertex_order(graph, method: str) -> np.ndarray:
     n = graph.n
     if method == "none":
         return np.arange(n, dtype=np.int64)
-    args = (np.asarray(graph.out_indptr, dtype=np.int64), np.asarray(graph.out_dst),
-            np.asarray(graph.in_indptr, dtype=np.int64), np.asarray(graph.in_src))
+    indptr, adj = _undirected(np.asarray(graph.out_indptr, dtype=np.int64), np.asarray(graph.out_dst),
+                              np.asarray(graph.in_indptr, dtype=np.int64), np.asarray(graph.in_src))
     if method == "rcm":
-        return _rcm(*args)
-    label = _label_propagation(*args, LPA_SWEEPS)
+        return _rcm(indptr, adj)
+    label = _label_propagation(indptr, adj, LPA_SWEEPS)
     return np.lexsort((np.arange(n), label)).astype(np.int64)
 
 

@@ -13,12 +13,12 @@ import pytest
 import gpucore.im.driver as driver
 from gpucore.backend import get_backend
 from gpucore.graph import from_arcs
-from gpucore.graph.generators import preferential_attachment
 from gpucore.im import imm
 from gpucore.im.cpu import CPUEngine
 from gpucore.im.fused import make_fused
 from gpucore.im.rrsets import FINAL_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
+from tests.im_graphs import pa_graph
 
 
 def cuda():
@@ -39,18 +39,6 @@ def assert_clean(eng):
     xp = eng.xp
     assert not bool(xp.any(eng.vis)) and not bool(xp.any(eng.nxt)) and not bool(xp.any(eng.occ))
     assert not bool(xp.any(eng.tcount)) and not bool(xp.any(eng.gcnt)) and not bool(xp.any(eng.done))
-
-
-def pa_graph(nodes=3000, edges=20000, seed=3, prob=None):
-    src, dst = preferential_attachment(nodes, edges, 0.3, seed)
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
-    key = np.unique(src * nodes + dst)
-    src, dst = key // nodes, key % nodes
-    if prob is None:  # weighted cascade
-        indeg = np.bincount(dst, minlength=nodes)
-        prob = 1.0 / indeg[dst]
-    return from_arcs(nodes, src, dst, prob)
 
 
 @pytest.fixture(scope="module")

@@ -34,17 +34,16 @@ from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.cuda import CUDAEngine
 from gpucore.im.fused.batching import FusedOptions, pieces
 from gpucore.im.fused.layout import traversal_graph
-from gpucore.im.fused.stats import KERNEL_COUNTERS, Instrumented, SamplerStats
+from gpucore.im.fused.stats import Instrumented, SamplerStats
 
 #: traversals in flight per SM that the batch count aims at (memory permitting)
 INFLIGHT_PER_SM = 128
 #: blocks per batch of the extraction kernels aim at this many blocks in all, per SM
 EXTRACT_BLOCKS_PER_SM = 4
 #: ctl words and flags (im_fused.cu)
-_DISPATCH, _POOL, _FLAGS = 2, 3, 4
+_DISPATCH, _POOL, _FLAGS, _WRITTEN = 2, 3, 4, 5
 _LIST_OVERFLOW, _POOL_OVERFLOW = 1, 2
 _BATCH_THREADS = 256  # FZ_THREADS
-_TRAVERSALS = 6  # FZ_S_TRAV
 
 
 def _i64(x):
@@ -174,8 +173,7 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
                     step(c, c ^ 1)
                     c ^= 1
                 ctl = be.to_host(self.ctl)
-                flags = int(ctl[_FLAGS])
-                done = int(be.to_host(self.counters[_TRAVERSALS : _TRAVERSALS + 1])[0])
+                flags, done = int(ctl[_FLAGS]), int(ctl[_WRITTEN])
                 if not flags:
                     if int(ctl[c]) == 0 and done == total:
                         break

@@ -43,6 +43,7 @@
 #define FZ_DISPATCH 2
 #define FZ_POOL 3
 #define FZ_FLAGS 4
+#define FZ_WRITTEN 5  // traversals whose sets are written, this call
 #define FZ_LIST_OVERFLOW 1ULL
 #define FZ_POOL_OVERFLOW 2ULL
 // stats words (gpucore/im/fused/stats.py KERNEL_COUNTERS)
@@ -529,6 +530,7 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
         }
         atomicAdd(&stats[FZ_S_EXTRACT], 1ULL);
         atomicAdd(&stats[FZ_S_TRAV], (gc_u64)nfin);
+        atomicAdd(&ctl[FZ_WRITTEN], (gc_u64)nfin);
     }
     if (tid < b.B) gcnt[g * b.B + tid] = 0;
     __syncthreads();
