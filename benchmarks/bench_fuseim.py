@@ -59,6 +59,7 @@ GRAPHS = {
 }
 PILOT = 256
 MIN_SETS = 512
+REORDER_SECONDS_PER_ARC = 3e-6  # sequential RCM / Louvain, for the budget projection
 
 
 def log(msg: str) -> None:
@@ -115,6 +116,7 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
     per_set = pilot_u / PILOT
     configs = variants or [({"batch_width": w}, str(w)) for w in widths]
     projected = per_set * count * (1 + 0.5 * len(configs)) + 5.0 * len(configs)
+    projected += sum(REORDER_SECONDS_PER_ARC * g.m for opts, _ in configs if opts.get("order", "none") != "none")
     cell.update({"sets": count, "mean_size": mean, "projected_seconds": projected})
     if projected > remaining():
         cell["skipped"] = f"projected {projected:.0f}s exceeds the remaining budget {max(0.0, remaining()):.0f}s"

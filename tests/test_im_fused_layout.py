@@ -102,3 +102,15 @@ def test_pieces_are_whole_sets_in_order():
     per = b.MAX_PIECE_TRAVERSALS // 3
     got = pieces(2 * per + 5, 3)
     assert got == [(0, per), (per, per), (2 * per, 5)]
+
+
+def test_community_order_splits_a_preferential_attachment_graph():
+    # label propagation ends in a single community here; Louvain's local moves must not
+    from gpucore.graph.reorder import _undirected, louvain_communities
+    from tests.im_graphs import pa_graph
+
+    g = pa_graph(3000, 20000, seed=4)
+    indptr, adj = _undirected(np.asarray(g.out_indptr), g.out_dst, np.asarray(g.in_indptr), g.in_src)
+    sizes = np.unique(louvain_communities(indptr, adj), return_counts=True)[1]
+    assert 3 <= sizes.size < g.n // 30 and sizes.max() < g.n // 2
+    assert not np.array_equal(vertex_order(g, "community"), np.arange(g.n))

@@ -6,11 +6,15 @@ computed on the undirected view of the graph (out- and in-neighbours together):
 - ``"rcm"``: reverse Cuthill-McKee (Cuthill & McKee 1969; George & Liu, *Computer Solution of
   Large Sparse Positive Definite Systems*, 1981, ch. 4): breadth-first search from a vertex of
   smallest degree in each component, neighbours visited in increasing degree, order reversed;
-- ``"community"``: vertices grouped by community, communities found by label propagation
-  (Raghavan, Albert & Kumara, *Phys. Rev. E* 76, 2007) in a fixed sweep order with ties to the
-  smallest label, so the result is deterministic; communities ordered by their label, members by
-  old id. It stands in for Grappolo's Louvain order, which FuseIM (Neff et al., ICS '24, sec. 5)
-  uses; both put the members of a community next to each other;
+- ``"community"``: vertices grouped by community, communities found by Louvain (Blondel, Guillaume,
+  Lambiotte & Lefebvre, *J. Stat. Mech.* 2008, P10008) on the undirected view with unit weights:
+  local moving (each vertex in turn joins the neighbouring community of largest modularity gain,
+  ties to the smallest id, in a fixed order, so the result is deterministic), then the communities
+  become the vertices of the next level, up to ``LOUVAIN_LEVELS`` levels. Communities are ordered
+  by first member, members by old id. It is a sequential
+  stand-in for Grappolo (Lu, Halappanavar & Kalyanaraman, *Parallel Computing* 2015, a parallel
+  Louvain), whose order FuseIM uses (Neff et al., ICS '24, sec. 5). Label propagation was tried
+  first and rejected: on preferential-attachment graphs it ends in a single community;
 - ``"none"``: the identity.
 
 ``relabel_in_csr`` applies an order to the in-CSR: row x of the result is the row of vertex
@@ -28,8 +32,9 @@ from numba import njit, prange
 from gpucore.errors import GpucoreError
 
 ORDERS = ("none", "rcm", "community")
-#: label-propagation sweeps at most; it stops earlier once fewer than 0.1 % of labels change
-LPA_SWEEPS = 10
+#: local-moving sweeps per level at most (they stop once fewer than 0.1 % of vertices move), levels
+LOUVAIN_SWEEPS = 10
+LOUVAIN_LEVELS = 4
 
 
 @njit(parallel=True, cache=True)
@@ -86,37 +91,114 @@ def _rcm(indptr, adj):
 
 
 @njit(cache=True)
-def _label_propagation(indptr, adj, sweeps):
+def _local_moves(indptr, nbr, wgt, loops, sweeps):
+    """Louvain's local moving on a weighted graph (arcs both ways, ``loops`` the self-loop weights):
+    each vertex in turn joins the neighbouring community of largest modularity gain (ties to the
+    smallest id); returns communities numbered 0..c-1 in order of first member, and c."""
     n = indptr.shape[0] - 1
-    label = np.arange(n)
-    count = np.zeros(n, dtype=np.int64)
+    k = np.empty(n, dtype=np.float64)
+    for v in range(n):
+        k[v] = loops[v]
+        for a in range(indptr[v], indptr[v + 1]):
+            k[v] += wgt[a]
+    m2 = k.sum()
+    comm = np.arange(n)
+    tot = k.copy()
+    links = np.zeros(n, dtype=np.float64)
     seen = np.empty(n, dtype=np.int64)
-    for _ in range(sweeps):
-        changed = 0
+    for _ in range(sweeps if m2 > 0.0 else 0):
+        moved = 0
         for v in range(n):
-            k = 0
+            cnt = 0
             for a in range(indptr[v], indptr[v + 1]):
-                c = label[adj[a]]
-                if count[c] == 0:
-                    seen[k] = c
-                    k += 1
-                count[c] += 1
-            if k == 0:
-                continue
-            best = label[v]
-            best_count = count[best]  # 0 when no neighbour shares v's label
-            for i in range(k):
+                c = comm[nbr[a]]
+                if links[c] == 0.0:
+                    seen[cnt] = c
+                    cnt += 1
+                links[c] += wgt[a]
+            old = comm[v]
+            tot[old] -= k[v]
+            best, best_gain = old, links[old] - tot[old] * k[v] / m2
+            for i in range(cnt):
                 c = seen[i]
-                if count[c] > best_count or (count[c] == best_count and c < best):
-                    best, best_count = c, count[c]
-            for i in range(k):
-                count[seen[i]] = 0
-            if best != label[v]:
-                label[v] = best
-                changed += 1
-        if changed * 1000 < n:
+                gain = links[c] - tot[c] * k[v] / m2
+                if gain > best_gain + 1e-12 or (abs(gain - best_gain) <= 1e-12 and c < best):
+                    best, best_gain = c, gain
+            for i in range(cnt):
+                links[seen[i]] = 0.0
+            links[old] = 0.0
+            tot[best] += k[v]
+            if best != old:
+                comm[v] = best
+                moved += 1
+        if moved * 1000 < n:
             break
-    return label
+    label = np.full(n, -1, dtype=np.int64)
+    c = 0
+    for v in range(n):
+        if label[comm[v]] < 0:
+            label[comm[v]] = c
+            c += 1
+        comm[v] = label[comm[v]]
+    return comm, c
+
+
+@njit(cache=True)
+def _aggregate(indptr, nbr, wgt, loops, comm, c):
+    """The community graph: one vertex per community, arc weights summed, inner weight as self-loop."""
+    n = indptr.shape[0] - 1
+    start = np.zeros(c + 1, dtype=np.int64)
+    for v in range(n):
+        start[comm[v] + 1] += 1
+    for i in range(c):
+        start[i + 1] += start[i]
+    members = np.empty(n, dtype=np.int64)
+    fill = start[:-1].copy()
+    for v in range(n):
+        members[fill[comm[v]]] = v
+        fill[comm[v]] += 1
+    new_loops = np.zeros(c, dtype=np.float64)
+    acc = np.zeros(c, dtype=np.float64)
+    seen = np.empty(c, dtype=np.int64)
+    out_ptr = np.zeros(c + 1, dtype=np.int64)
+    out_nbr = np.empty(nbr.shape[0], dtype=np.int64)
+    out_w = np.empty(nbr.shape[0], dtype=np.float64)
+    pos = 0
+    for a_c in range(c):
+        cnt = 0
+        for q in range(start[a_c], start[a_c + 1]):
+            v = members[q]
+            new_loops[a_c] += loops[v]
+            for a in range(indptr[v], indptr[v + 1]):
+                b_c = comm[nbr[a]]
+                if b_c == a_c:
+                    new_loops[a_c] += wgt[a]
+                    continue
+                if acc[b_c] == 0.0:
+                    seen[cnt] = b_c
+                    cnt += 1
+                acc[b_c] += wgt[a]
+        for i in range(cnt):
+            out_nbr[pos] = seen[i]
+            out_w[pos] = acc[seen[i]]
+            acc[seen[i]] = 0.0
+            pos += 1
+        out_ptr[a_c + 1] = pos
+    return out_ptr, out_nbr[:pos].copy(), out_w[:pos].copy(), new_loops
+
+
+def louvain_communities(indptr, adj, levels: int = LOUVAIN_LEVELS) -> np.ndarray:
+    """Community of every vertex of an undirected CSR after up to ``levels`` Louvain levels."""
+    n = indptr.shape[0] - 1
+    member = np.arange(n, dtype=np.int64)
+    graph = (indptr, adj.astype(np.int64), np.ones(adj.shape[0]), np.zeros(n))
+    for _ in range(levels):
+        comm, c = _local_moves(*graph, LOUVAIN_SWEEPS)
+        if c == graph[0].shape[0] - 1:  # nobody moved
+            break
+        member = comm[member]
+        graph = _aggregate(*graph, comm, c)
+    return member
 
 
 def vertex_order(graph, method: str) -> np.ndarray:
@@ -130,8 +212,7 @@ def vertex_order(graph, method: str) -> np.ndarray:
                               np.asarray(graph.in_indptr, dtype=np.int64), np.asarray(graph.in_src))
     if method == "rcm":
         return _rcm(indptr, adj)
-    label = _label_propagation(indptr, adj, LPA_SWEEPS)
-    return np.lexsort((np.arange(n), label)).astype(np.int64)
+    return np.lexsort((np.arange(n), louvain_communities(indptr, adj))).astype(np.int64)
 
 
 def inverse_order(old_of_new: np.ndarray) -> np.ndarray:

@@ -129,6 +129,7 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
         self.list_cap = int(min(G * n * W + G * B, max(1 << 20, 16 * G * B)))
         self.lists = [be.empty((self.list_cap,), np.uint64, what="fused frontier lists") for _ in range(2)]
         self.pool_factor = 1.3  # pool = traversals x mean size x factor + slack; tests shrink it to force growth
+        self._clean = True  # the batch state is all zero (false while a piece runs, and after one failed)
         self._stats = SamplerStats(opts, "cuda", G, G * per_batch, 8, sync=be.synchronize)
         self._stats.reorder_seconds = reorder_seconds
 
@@ -160,6 +161,10 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
         per_trav = mean_hint / T if mean_hint > 0 else 16.0
         pool_cap = int(max(1024, total * per_trav * self.pool_factor + 4 * used * B))
         self.pool = be.empty((pool_cap,), np.int32, what=f"fused RR-set pool ({pool_cap:,} int32)")
+        if not self._clean:  # a piece failed half way (e.g. out of memory): start from empty batches
+            for arr in (self.vis, self.nxt, self.tbase, self.tcount, self.occ, self.act, self.gcnt, self.done):
+                arr.fill(0)
+        self._clean = False
         self.ctl.fill(0)
         self.counters.fill(0)
         X = int(max(1, -(-EXTRACT_BLOCKS_PER_SM * self.sms // used)))
@@ -191,6 +196,7 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
                 st.add("regrowths", 1)
         if int(xp.count_nonzero(trav_size < 0)):
             raise RuntimeError("fz_extract left traversals unfinished (internal error)")
+        self._clean = True
         st.add_kernel_counters(be.to_host(self.counters))
         with st.phases.phase("compact"):
             ends = xp.cumsum(trav_size, dtype=np.int64) + coll.total
