@@ -1,6 +1,7 @@
 """The fused sampler on the GPU: the unfused sampler's RR sets set for set, IMM's seeds, races between blocks.
 
-Run on the GPU machine: ``python -m pytest -m gpu tests/gpu/test_im_fused_cuda.py -v`` (about a minute).
+Run on the GPU machine: ``python -m pytest -m gpu tests/gpu/test_im_fused_cuda.py -v`` (one to two minutes,
+most of it the CPU reference sets).
 What the emulator cannot show is checked here: many batches in flight at once on every SM (atomics on
 shared masks from different blocks, the device-wide frontier lists), large graphs and large sets.
 """
@@ -49,25 +50,27 @@ def graphs():
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3), ("LT", 2)])
 @pytest.mark.parametrize("width", [32, 64, 128, 256])
 def test_sets_equal_unfused(graphs, model, rounds, width):
-    for name, g in graphs.items():
+    names = ("wc", "p03") if (model, rounds) == ("IC", 1) else ("wc",)  # p = 0.3: large overlapping sets
+    for name in names:
+        g = graphs[name]
         j0 = FINAL_OFFSET if width in (32, 256) else 0
-        want = engine_sets(CPUEngine(g, model, rounds, 11, cpu()), j0, 5001)
+        want = engine_sets(CPUEngine(g, model, rounds, 11, cpu()), j0, 3001)
         for order, tail, srt in (("none", "refill", True), ("rcm", "none", False), ("community", "refill", True)):
             eng = make_fused(g, model, rounds, 11, cuda(), batch_width=width, order=order, tail=tail,
                              sorted_sources=srt)
-            same_sets(want, engine_sets(eng, j0, 5001, batch=1700))
+            same_sets(want, engine_sets(eng, j0, 3001, batch=1100))
             assert_clean(eng)
-            assert eng.stats()["traversals"] == 5001 * rounds
+            assert eng.stats()["traversals"] == 3001 * rounds
 
 
 @pytest.mark.parametrize("model", ["IC", "LT"])
 def test_midsize_many_batches_and_levels_per_sync(model):
-    # 200k nodes, 2M arcs, p = 0.1: hundreds of batches in flight on every SM
-    g = pa_graph(200_000, 2_000_000, seed=12, prob=0.1 if model == "IC" else None)
-    want = engine_sets(CPUEngine(g, model, 1, 3, cpu()), 5, 100_000)
+    # 200k nodes, 2M arcs, p = 0.05: hundreds of batches in flight on every SM
+    g = pa_graph(200_000, 2_000_000, seed=12, prob=0.05 if model == "IC" else None)
+    want = engine_sets(CPUEngine(g, model, 1, 3, cpu()), 5, 40_000)
     for kw in ({}, {"levels_per_sync": 1, "max_batches": 7}, {"batch_width": 256, "levels_per_sync": 16}):
         eng = make_fused(g, model, 1, 3, cuda(), **kw)
-        same_sets(want, engine_sets(eng, 5, 100_000, batch=40_000))
+        same_sets(want, engine_sets(eng, 5, 40_000, batch=15_000))
         assert_clean(eng)
 
 
