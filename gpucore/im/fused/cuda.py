@@ -70,6 +70,8 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
             raise GpucoreError(f"mask_fraction {mask_fraction}: must lie in (0, 0.9]")
         if int(levels_per_sync) < 1:
             raise GpucoreError(f"levels_per_sync {levels_per_sync}: must be >= 1")
+        if int(expand_threads) not in (32, 64, 128, 256):  # fz_expand_* are built for at most 256
+            raise GpucoreError(f"expand_threads {expand_threads}: choose 32, 64, 128 or 256")
         W = opts.words
         if int(graph.n) * W >= 2**31:
             raise GpucoreError(f"{graph.path}: {graph.n:,} vertices x {W} mask words exceed 2^31; lower --batch-width")
