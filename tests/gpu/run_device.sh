@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU machine's entry point, run as is from the repository root (no network there):
 #   bash tests/gpu/run_device.sh STAGE [STAGE ...]      logs and results under $OUT
-# Stages: info, tests-amcss and tests-other (pytest -m gpu, in two commands), bench-oracle, bench-im, bench-amcss, bench-merit, workflow.
+# Stages: info, tests-amcss and tests-other (pytest -m gpu, in two commands), bench-oracle, bench-im, bench-amcss, bench-merit,
+# bench-fuseim (BENCH_FUSEIM_ARGS, e.g. "--graphs BS,Go --budget 540"), workflow.
 # Each stage must fit the machine's 10-minute command limit; run several in one call when they fit.
 # Wheels for packages the machine lacks (snakemake) travel in .whl/ (carry it).
 set -uo pipefail
@@ -38,6 +39,9 @@ for stage in "$@"; do
       run_stage bench-oracle python3 benchmarks/bench_oracle.py "$OUT" ;;
     bench-im)
       run_stage bench-im python3 benchmarks/bench_im.py "$OUT" --data .shared_data ;;
+    bench-fuseim)
+      # shellcheck disable=SC2086  # BENCH_FUSEIM_ARGS: extra options, for example "--graphs TC --parts sweep"
+      run_stage bench-fuseim python3 benchmarks/bench_fuseim.py "$OUT/fuseim" ${BENCH_FUSEIM_ARGS:-} ;;
     bench-amcss)
       run_stage bench-amcss python3 benchmarks/bench_amcss.py "$OUT" --data .shared_data ;;
     bench-merit)

@@ -1,0 +1,381 @@
+#!/usr/bin/env python3
+"""Benchmark of issue 14, item 6: fused vs unfused RR-set sampling on the GPU (FuseIM's Fig. 7 and Table 2).
+
+    python3 benchmarks/bench_fuseim.py OUT [--graphs BS,Go,PR,TC,LJ] [--parts sweep,heuristics]
+        [--probs 0.05,0.1,0.2,0.3,0.4,0.5,1.0,wc] [--widths 32,64,128,256] [--sets 20000]
+        [--max-elements 1e8] [--budget 540] [--cache /tmp/gpucore-bench-graphs]
+
+Graphs: preferential-attachment stand-ins (``gpucore generate pa``, seed 1, reciprocity 0.3) with the
+n and m of FuseIM's Table 1 (Neff et al., ICS '24): web-BerkStan (BS), web-Google (Go),
+soc-pokec-relationships (PR), wiki-topcats (TC), soc-LiveJournal1 (LJ); com-Orkut is left out (its
+117M arcs do not leave room for the RR sets of high p cells on one 80 GiB GPU). Edge probabilities:
+a constant p on every arc, or weighted cascade ("wc", p = 1 / indegree). IC.
+
+A cell (graph, p) samples the same RR sets j = 0 .. S-1 (run seed --seed) with the unfused gIM-style
+sampler and with the fused one at every width (default options: no reordering, sorted sources, tail
+refill). S = --sets, lowered for cells with large sets so that one collection stays below
+--max-elements elements (p = 1 makes every set the whole reachable part of the graph; the paper's
+Fig. 7 has no point there for the same reason), and at least 512. Each sampler is warmed up (kernel
+compilation, a pilot of 256 sets that also gives the mean set size) and then timed once on the S
+sets (``sample_into`` + device synchronisation; engine construction, i.e. mask allocation, is timed
+apart as ``setup_seconds``). The two collections are compared by their offsets and a per-set
+order-free fingerprint (``identical``); a mismatch is reported, never hidden.
+
+Parts: ``sweep`` (every graph x p x width: speedup figure ``fig_speedup.png`` = Fig. 7; the width
+with the least time is the auto pick, ``fig_occupancy.png`` and the Table 2 rows = occupancy and
+frontier memory on the BS-size graph at width 32); ``heuristics`` (on the TC-size graph, or the last
+of --graphs, at p in --heuristic-probs and width 64: sorted vs unsorted sources, tail refill vs
+none, vertex order none / rcm / community: time, occupancy, edge reads, reorder seconds).
+
+--budget: a cell is started only if its projected time (from the pilots) fits in what is left; the
+rest are skipped and marked so, never cut. Writes OUT/bench_fuseim.json, OUT/bench_fuseim.md and the
+figures, with device, date and commit (GPUCORE_COMMIT where there is no .git).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_common import GRAPH_CACHE, build_graph, cpu_facts, git_commit  # noqa: E402
+
+# FuseIM Table 1 sizes; PR and LJ share their cache names with bench_im's PA graphs of the same size
+GRAPHS = {
+    "BS": {"cache": "fuseim-berkstan", "title": "web-BerkStan size", "nodes": 685_230, "edges": 7_600_595},
+    "Go": {"cache": "fuseim-google", "title": "web-Google size", "nodes": 875_713, "edges": 5_105_039},
+    "PR": {"cache": "pokec", "title": "soc-pokec size", "nodes": 1_632_803, "edges": 30_622_564},
+    "TC": {"cache": "fuseim-topcats", "title": "wiki-topcats size", "nodes": 1_791_489, "edges": 28_511_807},
+    "LJ": {"cache": "livejournal", "title": "soc-LiveJournal1 size", "nodes": 4_847_571, "edges": 68_993_773},
+}
+PILOT = 256
+MIN_SETS = 512
+REORDER_SECONDS_PER_ARC = 3e-6  # sequential RCM / Louvain, for the budget projection
+
+
+def log(msg: str) -> None:
+    print(f"[bench_fuseim {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def with_probability(graph, prob: str):
+    """The graph with every arc at probability p ('wc': the weighted-cascade weights it was built with)."""
+    if prob == "wc":
+        return graph
+    p = np.full(graph.m, float(prob), dtype=np.float32)
+    return dataclasses.replace(graph, in_prob=p, out_prob=p, meta={**graph.meta, "weights": f"const:{prob}"},
+                               _device_cache={})
+
+
+def fingerprint(coll):
+    """(offsets, per-set sum of a hash of the elements mod 2^64) on the host: equal iff the sets are equal
+    up to hash collisions; independent of the order of elements inside a set."""
+    xp = coll.xp
+    offsets = coll.offsets
+    h = (coll.nodes.astype(xp.uint64) + xp.uint64(1)) * xp.uint64(0x9E3779B97F4A7C15)
+    h ^= h >> xp.uint64(29)
+    cs = xp.concatenate([xp.zeros(1, dtype=xp.uint64), xp.cumsum(h, dtype=xp.uint64)])
+    del h
+    sums = cs[offsets[1:]] - cs[offsets[:-1]]
+    return coll.backend.to_host(offsets), coll.backend.to_host(sums)
+
+
+def timed_sample(engine, count: int, mean: float, j0: int = 0):
+    """Sample sets j0 .. j0 + count - 1 once; returns (seconds, collection)."""
+    coll = engine.collection(j0)
+    coll.reserve(count, int(count * max(mean, 1.0) * 1.05) + 1024)
+    engine.synchronize()
+    t = time.perf_counter()
+    engine.sample_into(coll, count, mean)
+    engine.synchronize()
+    return time.perf_counter() - t, coll
+
+
+def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> dict:
+    """One (graph, p) cell: unfused + fused at each width (or each option variant at width 64)."""
+    from gpucore.im.cuda import CUDAEngine
+    from gpucore.im.fused import make_fused
+
+    g = with_probability(graph, prob)
+    cell = {"prob": prob}
+    t = time.perf_counter()
+    unfused = CUDAEngine(g, "IC", 1, args.seed, be)
+    cell["unfused_setup_seconds"] = time.perf_counter() - t
+    pilot_u, coll = timed_sample(unfused, PILOT, 0.0, j0=1 << 30)
+    mean = coll.mean_size
+    coll.release()
+    count = int(max(MIN_SETS, min(args.sets, args.max_elements // max(mean, 1.0))))
+    per_set = pilot_u / PILOT
+    configs = variants or [({"batch_width": w}, str(w)) for w in widths]
+    projected = per_set * count * (1 + 0.5 * len(configs)) + 5.0 * len(configs)
+    projected += sum(REORDER_SECONDS_PER_ARC * g.m for opts, _ in configs if opts.get("order", "none") != "none")
+    cell.update({"sets": count, "mean_size": mean, "projected_seconds": projected})
+    if projected > remaining():
+        cell["skipped"] = f"projected {projected:.0f}s exceeds the remaining budget {max(0.0, remaining()):.0f}s"
+        del unfused
+        return cell
+    secs, coll = timed_sample(unfused, count, mean)
+    want = fingerprint(coll)
+    cell["unfused"] = {"seconds": secs, "elements": int(coll.total),
+                       "frontier_bytes": int(unfused.reservoirs.nbytes + unfused.stages.nbytes),
+                       "sets_per_second": count / secs}
+    coll.release()
+    del coll, unfused
+    cell["fused"] = {}
+    for opts, label in configs:
+        t = time.perf_counter()
+        eng = make_fused(g, "IC", 1, args.seed, be, **opts)
+        setup = time.perf_counter() - t
+        timed_sample(eng, PILOT, mean, j0=1 << 30)[1].release()  # warm-up (kernels, pool sizes)
+        eng.reset_stats()  # count the timed run only
+        secs, coll = timed_sample(eng, count, mean)
+        got = fingerprint(coll)
+        identical = bool(np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1]))
+        coll.release()
+        stats = eng.stats()
+        cell["fused"][label] = {"options": opts, "seconds": secs, "setup_seconds": setup,
+                                "speedup": cell["unfused"]["seconds"] / secs, "identical": identical,
+                                "stats": stats}
+        log(f"  p={prob} {label}: {secs:.3f}s vs unfused {cell['unfused']['seconds']:.3f}s "
+            f"-> {cell['unfused']['seconds'] / secs:.2f}x, occupancy {stats['occupancy']:.2%}, identical={identical}")
+        del eng, coll
+    best = min(cell["fused"], key=lambda k: cell["fused"][k]["seconds"])
+    cell["best"] = {"config": best, "speedup": cell["fused"][best]["speedup"]}
+    return cell
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("out", help="output folder")
+    p.add_argument("--graphs", default="BS,Go,PR,TC,LJ", help=f"among {','.join(GRAPHS)}")
+    p.add_argument("--parts", default="sweep,heuristics")
+    p.add_argument("--probs", default="0.05,0.1,0.2,0.3,0.4,0.5,1.0,wc")
+    p.add_argument("--heuristic-probs", default="0.1,0.3,wc")
+    p.add_argument("--widths", default="32,64,128,256")
+    p.add_argument("--sets", type=int, default=20_000, help="RR sets per cell (fewer when sets are large)")
+    p.add_argument("--max-elements", type=float, default=1e8, help="elements one collection may hold")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget", type=float, default=540.0, help="seconds; cells that do not fit are skipped")
+    p.add_argument("--shared-data", default=None, help="unused (generated graphs only); accepted for run_device.sh")
+    p.add_argument("--cache", default=GRAPH_CACHE)
+    args = p.parse_args(argv)
+    started = time.perf_counter()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("GPUCORE_PROGRESS", "0")
+
+    from gpucore.atomic import write_json
+    from gpucore.backend import cuda_available, get_backend
+    from gpucore.graph import load_graph
+
+    if not cuda_available():
+        log("no CUDA device: nothing to measure")
+        return 2
+    be = get_backend("cuda")
+    widths = [int(w) for w in args.widths.split(",")]
+    probs = [x.strip() for x in args.probs.split(",") if x.strip()]
+    parts = [x.strip() for x in args.parts.split(",") if x.strip()]
+    keys = [k.strip() for k in args.graphs.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in GRAPHS]
+    if unknown:
+        log(f"unknown graphs {unknown}: choose among {list(GRAPHS)}")
+        return 2
+    report = {
+        "benchmark": "bench_fuseim", "issue": 14, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "commit": git_commit(), "device": be.device_info(), "host": cpu_facts(),
+        "parameters": {k: v for k, v in vars(args).items() if k not in ("out", "cache", "shared_data")},
+        "sweep": [], "heuristics": [],
+    }
+
+    def remaining():
+        return args.budget - (time.perf_counter() - started)
+
+    def save():
+        report["total_seconds"] = time.perf_counter() - started
+        write_json(out / "bench_fuseim.json", report)
+        (out / "bench_fuseim.md").write_text(markdown(report))
+
+    graphs = {}
+    for key in keys:
+        try:
+            graphs[key] = load_graph(build_graph(GRAPHS[key]["cache"], GRAPHS[key], None, Path(args.cache), log))
+        except Exception as exc:  # noqa: BLE001 - recorded; the other graphs still run
+            log(f"{key}: cannot build ({exc})")
+            report["sweep"].append({"graph": key, "error": str(exc)})
+    if "sweep" in parts:
+        for key, graph in graphs.items():
+            for prob in probs:
+                log(f"{key} p={prob}: {remaining():.0f}s of budget left")
+                cell = run_cell(graph, prob, widths, args, be, remaining)
+                cell.update({"graph": key, "title": GRAPHS[key]["title"], "n": graph.n, "m": graph.m})
+                report["sweep"].append(cell)
+                if "skipped" in cell:
+                    log(f"{key} p={prob}: {cell['skipped']}")
+                save()
+    if "heuristics" in parts and graphs:
+        key = "TC" if "TC" in graphs else list(graphs)[-1]
+        variants = [({"batch_width": 64}, "default (none, sorted, refill)"),
+                    ({"batch_width": 64, "sorted_sources": False}, "unsorted sources"),
+                    ({"batch_width": 64, "tail": "none"}, "tail none"),
+                    ({"batch_width": 64, "order": "rcm"}, "order rcm"),
+                    ({"batch_width": 64, "order": "community"}, "order community")]
+        for prob in [x.strip() for x in args.heuristic_probs.split(",") if x.strip()]:
+            log(f"heuristics {key} p={prob}: {remaining():.0f}s of budget left")
+            cell = run_cell(graphs[key], prob, widths, args, be, remaining, variants)
+            cell.update({"graph": key, "title": GRAPHS[key]["title"], "n": graphs[key].n, "m": graphs[key].m})
+            report["heuristics"].append(cell)
+            save()
+    save()
+    try:
+        plot_speedup(report, out / "fig_speedup.png")
+        plot_occupancy(report, out / "fig_occupancy.png")
+    except Exception as exc:  # noqa: BLE001 - the numbers are saved; a figure failure is reported
+        log(f"figures failed: {exc}")
+        report["figure_error"] = str(exc)
+        save()
+    log(f"wrote {out / 'bench_fuseim.json'} and .md ({report['total_seconds']:.0f}s)")
+    mismatches = [c for c in report["sweep"] + report["heuristics"]
+                  for f in c.get("fused", {}).values() if not f["identical"]]
+    return 1 if mismatches else 0
+
+
+def rows(report, part="sweep"):
+    out = []
+    for c in report[part]:
+        for label, f in c.get("fused", {}).items():
+            st = f["stats"]
+            out.append({"graph": c["graph"], "p": c["prob"], "config": label, "seconds": f["seconds"],
+                        "unfused_seconds": c["unfused"]["seconds"], "speedup": f["speedup"],
+                        "occupancy": st["occupancy"], "frontier_mib": st["frontier_bytes_peak"] / 2**20,
+                        "mask_mib": st["mask_bytes"] / 2**20, "unfused_frontier_mib": c["unfused"]["frontier_bytes"] / 2**20,
+                        "edge_read_ratio": st["edge_read_ratio"], "identical": f["identical"], "sets": c["sets"],
+                        "mean_size": c["mean_size"]})
+    return out
+
+
+def _save_fig(fig, path):
+    import matplotlib.pyplot as plt
+
+    with_tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    fig.savefig(with_tmp, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(with_tmp, path)
+
+
+def plot_speedup(report, path):
+    """Fig. 7: speedup of fused over unfused per graph, p on x, width as hue; 1x marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+    import seaborn as sns
+
+    df = pd.DataFrame(rows(report))
+    if df.empty:
+        return
+    sns.set_theme(style="whitegrid", context="paper")
+    order = [p for p in dict.fromkeys(df["p"])]
+    grid = sns.catplot(data=df, x="p", y="speedup", hue="config", col="graph", kind="point", order=order,
+                       col_wrap=min(3, df["graph"].nunique()), height=2.8, aspect=1.2)
+    grid.set(yscale="log")
+    for ax in grid.axes.flat:
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    grid.set_axis_labels("edge probability p", "speedup (unfused / fused)")
+    grid.legend.set_title("batch width")
+    _save_fig(grid.figure, path)
+
+
+def plot_occupancy(report, path):
+    """Table 2 as a figure: occupancy and frontier memory vs p on the BS-size graph at width 32."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    import seaborn as sns
+
+    df = pd.DataFrame(rows(report))
+    if df.empty:
+        return
+    graph = "BS" if "BS" in set(df["graph"]) else df["graph"].iloc[0]
+    df = df[(df["graph"] == graph) & (df["config"] == "32")]
+    if df.empty:
+        return
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+    sns.pointplot(data=df, x="p", y="occupancy", ax=axes[0])
+    axes[0].set_ylabel("batch occupancy (fused, B = 32)")
+    mem = pd.concat([df.assign(sampler="fused frontier lists", mib=df["frontier_mib"]),
+                     df.assign(sampler="unfused reservoirs + staging", mib=df["unfused_frontier_mib"])])
+    sns.pointplot(data=mem, x="p", y="mib", hue="sampler", ax=axes[1])
+    axes[1].set_ylabel("frontier memory (MiB)")
+    fig.suptitle(f"{df['graph'].iloc[0]}-size graph, IC")
+    _save_fig(fig, path)
+
+
+def markdown(rep: dict) -> str:
+    dev = rep.get("device") or {}
+    lines = [
+        "# FuseIM benchmark: fused vs unfused RR-set sampling (issue 14, item 6)",
+        "",
+        f"- date: {rep['date']}; commit: {rep.get('commit')}",
+        f"- GPU: {dev.get('device', 'none')} ({dev.get('sm_count', '?')} SMs), CUDA runtime "
+        f"{dev.get('runtime_version')}, CuPy {dev.get('cupy')}; host {rep['host'].get('cpu_model')}",
+        f"- IC, run seed {rep['parameters']['seed']}; same sets j = 0 .. S-1 for both samplers; time = one "
+        f"sample_into + sync after a warm-up; speedup = unfused / fused",
+        "",
+        "## Fig. 7: speedup per width (best = auto pick)",
+        "",
+        "| graph | p | S | mean size | unfused s | " + " | ".join(f"B={w}" for w in rep["parameters"]["widths"].split(","))
+        + " | best | identical |",
+        "|---|---|---|---|---|" + "---|" * len(rep["parameters"]["widths"].split(",")) + "---|---|",
+    ]
+    for c in rep["sweep"]:
+        if "error" in c:
+            lines.append(f"| {c['graph']} | error: {c['error']} |")
+            continue
+        if "skipped" in c:
+            lines.append(f"| {c['graph']} | {c['prob']} | {c['sets']:,} | {c['mean_size']:.1f} | skipped: "
+                         f"{c['skipped']} |")
+            continue
+        cells = [f"{c['fused'][w]['seconds']:.3f} s ({c['fused'][w]['speedup']:.1f}x)" if w in c["fused"] else "-"
+                 for w in rep["parameters"]["widths"].split(",")]
+        ident = all(f["identical"] for f in c["fused"].values())
+        lines.append(f"| {c['graph']} | {c['prob']} | {c['sets']:,} | {c['mean_size']:.1f} | "
+                     f"{c['unfused']['seconds']:.3f} | " + " | ".join(cells)
+                     + f" | B={c['best']['config']}: {c['best']['speedup']:.1f}x | {'yes' if ident else 'NO'} |")
+    t2 = [r for r in rows(rep) if r["config"] == "32" and r["graph"] == "BS"]
+    if t2:
+        lines += ["", "## Table 2 (BS-size graph, B = 32)", "",
+                  "| p | frontier MiB unfused (reservoirs + staging) | frontier MiB fused (lists, peak) | mask MiB fused "
+                  "| occupancy fused | edge reads unfused / fused |", "|---|---|---|---|---|---|"]
+        for r in t2:
+            lines.append(f"| {r['p']} | {r['unfused_frontier_mib']:.1f} | {r['frontier_mib']:.1f} | {r['mask_mib']:.0f} | "
+                         f"{r['occupancy']:.2%} | {r['edge_read_ratio']:.1f} |")
+    if rep["heuristics"]:
+        lines += ["", "## Heuristics (width 64)", "",
+                  "| graph | p | variant | s | speedup vs unfused | occupancy | edge reads unfused / fused | reorder s "
+                  "| identical |", "|---|---|---|---|---|---|---|---|---|"]
+        for c in rep["heuristics"]:
+            if "skipped" in c:
+                lines.append(f"| {c['graph']} | {c['prob']} | skipped: {c['skipped']} |")
+                continue
+            for label, f in c["fused"].items():
+                st = f["stats"]
+                lines.append(f"| {c['graph']} | {c['prob']} | {label} | {f['seconds']:.3f} | {f['speedup']:.1f}x | "
+                             f"{st['occupancy']:.2%} | {st['edge_read_ratio']:.1f} | "
+                             f"{st['seconds_by_phase']['reorder']:.1f} | {'yes' if f['identical'] else 'NO'} |")
+    lines += ["", f"Total benchmark time: {rep.get('total_seconds', 0):.0f} s.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

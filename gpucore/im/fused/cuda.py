@@ -1,0 +1,261 @@
+"""The fused sampler on one CUDA device (CuPy driver of ``kernels/im/im_fused.cu``).
+
+Mapping (FuseIM, Neff et al., ICS '24, sec. 4; see ``docs/fuseim.md`` for why): G batches of B
+traversals are in flight together, and every level runs over the frontier entries of all of them
+at once, a warp per (batch, vertex) entry with edge-level parallelism inside the warp and one 32-bit
+mask word per lane of a lane group (gIM-style warps inside a Ripples-style device-wide level). A
+piece of a call (``batching.py``):
+
+1. roots: ``fz_keys`` draws every traversal's root; with sorted sources the keys (root << 32 | i)
+   are sorted on the device, and batches take consecutive runs of them;
+2. traverse: ``fz_decide`` + ``fz_extract`` load the first B traversals into every batch, then each
+   level is ``fz_expand_ic``/``_lt`` (list c -> list c ^ 1, marking the slots that discovered a
+   vertex), ``fz_decide`` (ended slots = occupied and unmarked; once the tail threshold is reached,
+   count their members and reserve their sets' space in the pool) and ``fz_extract`` (write the sets,
+   clear their bits, load the next traversals into the free slots); both run X blocks per batch so
+   that the members of a large batch are written by many SMs. The host reads the control words every
+   ``levels_per_sync`` levels: it grows the pool (copy) or the frontier lists (rebuilt from the masks
+   by ``fz_rescan``) when a kernel flagged them full, and stops when every traversal has been
+   written and no entry is left;
+3. compact: ``im_compact`` (of ``im_sample.cu``) copies the traversals' sets in order of i, so the
+   collection holds set j = its T rounds, in order of j, exactly as the unfused sampler's.
+
+The selector is ``CUDAEngine``'s (this class subclasses it with a one-block gIM sampler, never run).
+Memory: each batch holds ``12 n W`` bytes (vis, nxt, touched ring) and G is the largest count within
+``mask_fraction`` of free device memory, at most ``ceil(128 x SMs / W)`` batches (about 128 traversals
+in flight per SM); a graph whose single batch does not fit is refused with the bytes it needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
+from gpucore.im.cuda import CUDAEngine
+from gpucore.im.fused.batching import FusedOptions, pieces
+from gpucore.im.fused.layout import traversal_graph
+from gpucore.im.fused.stats import Instrumented, SamplerStats
+
+#: traversals in flight per SM that the batch count aims at (memory permitting)
+INFLIGHT_PER_SM = 128
+#: blocks per batch of the extraction kernels aim at this many blocks in all, per SM
+EXTRACT_BLOCKS_PER_SM = 4
+#: ctl words and flags (im_fused.cu)
+_DISPATCH, _POOL, _FLAGS, _WRITTEN = 2, 3, 4, 5
+_LIST_OVERFLOW, _POOL_OVERFLOW = 1, 2
+_BATCH_THREADS = 256  # FZ_THREADS
+
+
+def _i64(x):
+    return np.int64(int(x))
+
+
+def batch_bytes(n: int, words: int) -> int:
+    """Device bytes of one batch: vis + nxt + touched (n W words each) + slot and control words."""
+    return 12 * int(n) * words + 20 * 32 * words + 8 * words + 4
+
+
+class FusedCUDAEngine(Instrumented, CUDAEngine):
+    """``CUDAEngine`` (greedy selector, device facts) with the fused sampler (module docstring)."""
+
+    name = "cuda-fused"
+
+    def __init__(self, graph, model: str, rounds: int, seed: int, backend, batch_width: int = 64, order: str = "none",
+                 sorted_sources: bool = True, tail: str = "refill", max_batches: int | None = None,
+                 levels_per_sync: int = 4, mask_fraction: float = 0.2, expand_threads: int = 256):
+        from gpucore.im.cpu import lt_prefix
+
+        self.options = opts = FusedOptions(batch_width, order, sorted_sources, tail)
+        if not (0.0 < float(mask_fraction) <= 0.9):
+            raise GpucoreError(f"mask_fraction {mask_fraction}: must lie in (0, 0.9]")
+        if int(levels_per_sync) < 1:
+            raise GpucoreError(f"levels_per_sync {levels_per_sync}: must be >= 1")
+        if int(expand_threads) not in (32, 64, 128, 256):  # fz_expand_* are built for at most 256
+            raise GpucoreError(f"expand_threads {expand_threads}: choose 32, 64, 128 or 256")
+        W = opts.words
+        if int(graph.n) * W >= 2**31:
+            raise GpucoreError(f"{graph.path}: {graph.n:,} vertices x {W} mask words exceed 2^31; lower --batch-width")
+        super().__init__(graph, model, rounds, seed, backend, blocks=1, stage_cap=1)
+        be, n = backend, self.n
+        self.levels_per_sync = int(levels_per_sync)
+        self.expand_threads = int(expand_threads)
+        if order == "none":
+            old_of_new = np.arange(n, dtype=np.int32)
+            self.d["old_of_new"] = be.asarray(old_of_new, what="vertex order")
+            self.d["new_of_old"] = be.asarray(old_of_new.astype(np.int64), what="vertex order")
+            reorder_seconds = 0.0
+        else:
+            in_w, _ = graph.edge_probabilities(model)
+            indptr = np.ascontiguousarray(graph.in_indptr, dtype=np.int64)
+            in_w = np.ascontiguousarray(in_w, dtype=np.float32)
+            qcum = lt_prefix(indptr, in_w) if self.lt else np.zeros(1, dtype=np.int64)
+            tg = traversal_graph(indptr, np.ascontiguousarray(graph.in_src, dtype=np.int32),
+                                 np.ascontiguousarray(graph.in_eid, dtype=np.int32), in_w, qcum, self.lt, graph, order)
+            host = {"in_indptr": tg.in_indptr, "in_src": tg.in_src, "in_eid": tg.in_eid, "in_prob": tg.in_w,
+                    "qcum": tg.qcum, "old_of_new": tg.old_of_new, "new_of_old": tg.new_of_old}
+            self.d = {}  # the original-order arrays are not needed: free them before uploading these
+            self.d = {name: be.asarray(arr, what=f"graph array {name}") for name, arr in host.items()}
+            reorder_seconds = tg.seconds
+        mod = self._load("im/im_fused")
+        self.k_keys = mod.get_function("fz_keys")
+        self.k_expand = mod.get_function("fz_expand_lt" if self.lt else "fz_expand_ic")
+        self.k_decide = mod.get_function("fz_decide")
+        self.k_extract = mod.get_function("fz_extract")
+        self.k_rescan = mod.get_function("fz_rescan")
+
+        per_batch = batch_bytes(n, W)
+        free = self._free_memory()
+        budget = int(float(mask_fraction) * free)
+        if per_batch > budget:
+            raise OutOfMemoryError(
+                f"fused sampler: one batch of {batch_width} traversals needs {format_bytes(per_batch)} of masks for "
+                f"{n:,} vertices, {format_bytes(budget)} ({float(mask_fraction):.0%} of free GPU memory) available; "
+                f"lower --batch-width or use --sampler gim"
+            )
+        want = int(max_batches) if max_batches else -(-INFLIGHT_PER_SM * self.sms // opts.batch_width)
+        G = self.batches = int(max(1, min(want, budget // per_batch)))
+        B = opts.batch_width
+        self.vis = be.zeros((G * n * W,), np.uint32, what="fused visited masks")
+        self.nxt = be.zeros((G * n * W,), np.uint32, what="fused frontier masks")
+        self.touched = be.empty((G * n * W,), np.int32, what="fused visited-word lists")
+        small = {name: be.zeros((size,), dtype, what="fused batch state") for name, size, dtype in (
+            ("tbase", G, np.int32), ("tcount", G, np.int32), ("occ", G * W, np.uint32), ("act", G * W, np.uint32),
+            ("emode", G, np.int32), ("edense", G, np.int32), ("efin", G * W, np.uint32), ("gcnt", G * B, np.int32),
+            ("cursor", G * B, np.int64), ("tnew", G, np.int32), ("done", 2 * G, np.int32))}
+        self.__dict__.update(small)
+        self.slot_tr = be.empty((G * B,), np.int64, what="fused slots")
+        self.slot_key = be.empty((G * B,), np.uint64, what="fused slots")
+        self.slot_off = be.empty((G * B,), np.int32, what="fused slots")
+        self.ctl = be.zeros((8,), np.uint64, what="fused control words")
+        self.counters = be.zeros((8,), np.uint64, what="fused counters")
+        self.list_cap = int(min(G * n * W + G * B, max(1 << 20, 16 * G * B)))
+        self.lists = [be.empty((self.list_cap,), np.uint64, what="fused frontier lists") for _ in range(2)]
+        self.pool_factor = 1.3  # pool = traversals x mean size x factor + slack; tests shrink it to force growth
+        self._clean = True  # the batch state is all zero (false while a piece runs, and after one failed)
+        self._stats = SamplerStats(opts, "cuda", G, G * per_batch, 8, sync=be.synchronize)
+        self._stats.reorder_seconds = reorder_seconds
+
+    # ---- sampling ---------------------------------------------------------------------------
+    def sample_into(self, coll, count: int, mean_hint: float) -> None:
+        """Append sets j = coll.j_end .. coll.j_end + count - 1 to ``coll`` (in order of j)."""
+        for _, sets in pieces(int(count), self.rounds):
+            self._piece(coll, sets, float(mean_hint or coll.mean_size))
+
+    def _piece(self, coll, sets: int, mean_hint: float) -> None:
+        be, xp, st, opts = self.backend, self.xp, self._stats, self.options
+        T, n, W, B = self.rounds, self.n, opts.words, opts.batch_width
+        j_begin = coll.j_end
+        total = sets * T
+        used = int(min(self.batches, -(-total // B)))
+        with st.phases.phase("roots"):
+            if opts.sorted_sources:
+                keys = be.empty((total,), np.int64, what="fused dispatch keys")
+                grid = int(max(1, min(-(-total // 256), self.sms * 32)))
+                self.k_keys((grid,), (256,), (self.seed, _i64(j_begin), _i64(total), _i64(T), _i64(n),
+                                              self.d["new_of_old"], keys))
+                order = xp.sort(keys)
+                del keys
+            else:
+                order = self.dummy
+        trav_start = be.empty((total,), np.int64, what="fused set starts")
+        trav_size = be.empty((total,), np.int32, what="fused set sizes")
+        trav_size.fill(-1)
+        per_trav = mean_hint / T if mean_hint > 0 else 16.0
+        pool_cap = int(max(1024, total * per_trav * self.pool_factor + 4 * used * B))
+        self.pool = be.empty((pool_cap,), np.int32, what=f"fused RR-set pool ({pool_cap:,} int32)")
+        if not self._clean:  # a piece failed half way (e.g. out of memory): start from empty batches
+            for arr in (self.vis, self.nxt, self.tbase, self.tcount, self.occ, self.act, self.gcnt, self.done):
+                arr.fill(0)
+        self._clean = False
+        self.ctl.fill(0)
+        self.counters.fill(0)
+        X = int(max(1, -(-EXTRACT_BLOCKS_PER_SM * self.sms // used)))
+        step = self._level_launcher(used, X, j_begin, total, 1 if opts.sorted_sources else 0, order, trav_start,
+                                    trav_size)
+        with st.phases.phase("traverse"):
+            step(None, 0)  # load every batch
+            c, last = 0, None
+            while True:
+                for _ in range(self.levels_per_sync):
+                    step(c, c ^ 1)
+                    c ^= 1
+                ctl = be.to_host(self.ctl)
+                flags, done = int(ctl[_FLAGS]), int(ctl[_WRITTEN])
+                if not flags:
+                    if int(ctl[c]) == 0 and done == total:
+                        break
+                    state = (done, int(ctl[c]), int(ctl[_DISPATCH]))
+                    if int(ctl[c]) == 0 and state == last:
+                        raise RuntimeError("fused sampler made no progress (internal error)")
+                    last = state
+                    continue
+                last = None
+                self.ctl[_FLAGS] = 0  # before growing: a rescan that overflows again sets it again
+                if flags & _POOL_OVERFLOW:
+                    self._grow_pool(int(ctl[_POOL]))
+                if flags & _LIST_OVERFLOW:
+                    self._grow_lists(c, used)
+                st.add("regrowths", 1)
+        if int(xp.count_nonzero(trav_size < 0)):
+            raise RuntimeError("fz_extract left traversals unfinished (internal error)")
+        self._clean = True
+        st.add_kernel_counters(be.to_host(self.counters))
+        with st.phases.phase("compact"):
+            ends = xp.cumsum(trav_size, dtype=np.int64) + coll.total
+            added = int(ends[-1]) - coll.total
+            coll.reserve(sets, added)
+            first = coll.count
+            coll._offsets[first + 1 : first + 1 + sets] = ends[T - 1 :: T]
+            dst = ends - trav_size
+            grid = int(max(1, min((total * 32 + 255) // 256, self.sms * 64)))
+            self.k_compact((grid,), (256,), (self.pool, trav_start, trav_size, dst, _i64(total), coll._nodes))
+            coll.count += sets
+            coll.total += added
+        del self.pool
+
+    def _level_launcher(self, used, X, j_begin, total, use_order, order, trav_start, trav_size):
+        """step(c, idx): expand list c into list idx (none for c = None), then decide and extract."""
+        opts, d, n, W = self.options, self.d, self.n, self.options.words
+        lt = np.int32(1 if self.lt else 0)
+        expand_blocks = self.sms * max(1, 2048 // self.expand_threads)
+
+        def step(c, idx: int) -> None:
+            if c is not None:
+                self.k_expand((expand_blocks,), (self.expand_threads,), (
+                    d["in_indptr"], d["in_src"], d["in_eid"], d["in_prob"], d["qcum"], d["old_of_new"], _i64(n),
+                    np.int32(W), self.seed, self.slot_key, self.vis, self.nxt, self.act, self.touched, self.tbase,
+                    self.tcount, self.lists[c], self.lists[idx], np.uint64(self.list_cap), self.ctl, np.int32(c),
+                    self.counters,
+                ))
+            self.k_decide((X, used), (_BATCH_THREADS,), (
+                _i64(n), np.int32(W), _i64(total), np.int32(opts.refill_threshold), d["in_indptr"], self.vis,
+                self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense, self.efin,
+                self.gcnt, self.cursor, self.tnew, self.done, self.slot_tr, trav_start, trav_size, self.ctl,
+                np.int32(idx), np.uint64(self.pool.shape[0]), self.counters,
+            ))
+            self.k_extract((X, used), (_BATCH_THREADS,), (
+                lt, _i64(n), np.int32(W), self.seed, _i64(self.rounds), _i64(j_begin), _i64(total),
+                np.int32(use_order), order, d["in_indptr"], d["old_of_new"], d["new_of_old"], self.vis, self.nxt,
+                self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense, self.efin,
+                self.gcnt, self.cursor, self.tnew, self.done, self.slot_tr, self.slot_key, self.slot_off,
+                self.lists[idx], np.uint64(self.list_cap), self.ctl, np.int32(idx), self.pool, self.counters,
+            ))
+
+        return step
+
+    def _grow_pool(self, tail: int) -> None:
+        cap = 2 * int(self.pool.shape[0])
+        new = self.backend.empty((cap,), np.int32, what=f"fused RR-set pool ({cap:,} int32)")
+        new[:tail] = self.pool[:tail]
+        self.pool = new
+
+    def _grow_lists(self, c: int, used: int) -> None:
+        """Double the frontier lists and rebuild list c from the masks (entries were dropped)."""
+        be = self.backend
+        self.list_cap = 2 * self.list_cap
+        self.lists = [None, None]
+        self.lists = [be.empty((self.list_cap,), np.uint64, what="fused frontier lists") for _ in range(2)]
+        self.ctl[0] = 0
+        self.ctl[1] = 0
+        self.k_rescan((self.sms * 8,), (256,), (self.nxt, _i64(used), _i64(self.n), np.int32(self.options.words),
+                                               self.lists[c], np.uint64(self.list_cap), self.ctl, np.int32(c)))

@@ -1,0 +1,84 @@
+"""Instrumentation of a fused sampler, summed over its calls (``engine.stats()`` in the result JSON).
+
+Counters (both backends count the same things):
+
+- ``entries``: frontier entries expanded, i.e. visited (vertex, level) pairs of a batch whose
+  mask was not empty; ``mask_bits``: traversals those masks carried in total. **Batch occupancy**
+  = mask_bits / (entries x batch width): the mean fraction of a batch's traversals that share one
+  adjacency read (FuseIM, Neff et al., ICS '24, sec. 3.1 and Table 2);
+- ``edge_reads``: in-arcs read by fused expansions (the row of every expanded entry, once for all
+  its traversals); ``edge_reads_unfused``: what a one-traversal-at-a-time sampler reads for the same
+  sets (the row of every member of every set); their ratio is the saving of fusing;
+- ``levels``: synchronous frontier steps; ``frontier_peak``: most entries in one frontier list;
+  ``frontier_bytes_peak``: the bytes those lists held; ``mask_bytes``: visited + next-level masks
+  (and the visited-word lists) allocated for the batches in flight;
+- ``extractions``: times a batch wrote out the sets of ended traversals; ``traversals``: traversals
+  run; ``regrowths``: output pools or frontier lists grown during a call;
+- ``seconds_by_phase``: roots (drawing and sorting), traverse, compact (sets in order of j).
+"""
+
+from __future__ import annotations
+
+from gpucore.timing import Phases
+
+COUNTERS = ("entries", "mask_bits", "edge_reads", "edge_reads_unfused", "levels", "frontier_peak", "extractions",
+            "traversals", "regrowths")
+#: order of the counters the kernels fill (an int64 array of this length)
+KERNEL_COUNTERS = ("entries", "mask_bits", "edge_reads", "levels", "frontier_peak", "extractions", "traversals",
+                   "edge_reads_unfused")
+MAX_COUNTERS = ("frontier_peak",)
+
+
+class SamplerStats:
+    def __init__(self, options, backend_name: str, batches: int, mask_bytes: int, list_entry_bytes: int,
+                 sync=None):
+        self.options = options
+        self.backend_name = backend_name
+        self.batches = int(batches)
+        self.mask_bytes = int(mask_bytes)
+        self.list_entry_bytes = int(list_entry_bytes)
+        self._sync = sync
+        self.reorder_seconds = 0.0
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero the counters and phase clocks (the reorder time of the engine's construction stays)."""
+        self.counts = {name: 0 for name in COUNTERS}
+        self.phases = Phases(("roots", "traverse", "compact"), sync=self._sync)
+
+    def add_kernel_counters(self, values) -> None:
+        for name, value in zip(KERNEL_COUNTERS, values):
+            if name in MAX_COUNTERS:
+                self.counts[name] = max(self.counts[name], int(value))
+            else:
+                self.counts[name] += int(value)
+
+    def add(self, name: str, value: int) -> None:
+        self.counts[name] += int(value)
+
+    def to_dict(self) -> dict:
+        c = self.counts
+        width = self.options.batch_width
+        return {
+            "sampler": "fused",
+            "backend": self.backend_name,
+            **self.options.to_dict(),
+            "batches_in_flight": self.batches,
+            **c,
+            "occupancy": c["mask_bits"] / (c["entries"] * width) if c["entries"] else 0.0,
+            "edge_read_ratio": c["edge_reads_unfused"] / c["edge_reads"] if c["edge_reads"] else 0.0,
+            "mask_bytes": self.mask_bytes,
+            "frontier_bytes_peak": c["frontier_peak"] * self.list_entry_bytes,
+            "seconds_by_phase": {"reorder": self.reorder_seconds, **self.phases.seconds},
+        }
+
+
+class Instrumented:
+    """Mixin of the fused engines: ``stats()`` and ``reset_stats()`` over their ``_stats``."""
+
+    def stats(self) -> dict:
+        """Instrumentation summed over every call since construction or ``reset_stats`` (module docstring)."""
+        return self._stats.to_dict()
+
+    def reset_stats(self) -> None:
+        self._stats.reset()

@@ -1,0 +1,557 @@
+// im_fused.cu: fused reverse traversals for RR sets (FuseIM, Neff et al., ICS '24, sections 3-4), keyed.
+//
+// G batches are in flight at once, each of B = 32 W traversals ("slots"). Batch g owns, per vertex x
+// of the traversal layout, W 32-bit words of
+//   vis[g][x]: the slots that reached x (set at discovery, by atomicOr: the bits a call newly sets
+//              are its own, so no (vertex, slot) is discovered twice and no (arc, slot) is tried twice);
+//   nxt[g][x]: the slots that reached x and still have to be expanded from it;
+// and a ring list touched[g] (capacity n W, live part [tbase, tbase + tcount)) of the words x * W + w
+// whose vis word is not zero: one entry each, appended by the call that turns the word non-zero,
+// dropped when an extraction clears it.
+// The frontier is a list of entries (g << 32 | x), pushed by the call that turns a nxt word of (g, x)
+// non-zero; expanding an entry takes (atomicExch) all W words of nxt[g][x], so a later duplicate
+// entry finds them empty. A word that is not zero always has an entry that will take it, so no bit is
+// lost; a bit added before its vertex's entry is taken is expanded early, which cannot change a set
+// (reachability with keyed coins does not depend on the order of expansion). A list that overflows
+// keeps its bits in nxt; the host then rebuilds the list from nxt (fz_rescan).
+//
+// A level is three launches:
+//   fz_expand_ic / fz_expand_lt:  a warp per entry; IC: the nonzero words of the entry's mask are spread over groups of
+//               1, 2, 4 or 8 lanes (one 32-bit word per lane), 32 / group arcs at a time; each lane
+//               flips the coin of its arc for every slot of its word not yet at the arc's source,
+//               bernoulli(step(mix(seed, COIN, s), eid), p); LT: a lane per slot draws its in-arc
+//               (fixed-point prefix sums, binary search) and moves unless it was there. Every slot
+//               that discovers a vertex is marked in act[g]. A level expands every pending entry,
+//               so after it the pending slots are among those marked: an occupied slot that is not
+//               marked has ended;
+//   fz_decide:  X blocks per batch: decide (ended slots, tail threshold), count the ended slots'
+//               members over a share of the batch's words (the touched list, or all n W words when
+//               the list holds more than half of them); the last block of the batch reserves the
+//               ended sets' space in the pool (or flags the pool full and leaves the batch as is);
+//   fz_extract: the same X blocks write the members (old ids + t n), clear the ended slots' bits and
+//               append the words still non-zero to a fresh part of the ring; the last block
+//               finishes the batch and loads the next traversals of the dispatch order into its
+//               free slots (root bits in vis and nxt, entries in the new list).
+// Keys (docs/im.md): traversal i of a call is (set i / T, round i % T), s = j * T + t, root
+// index_below(mix(seed, ROOT, j, 0, 0), n) (an old id, mapped by new_of_old); LT r = mix(seed,
+// LT_CHOICE, s, old id, 0) >> 24.
+#include "gc_random.cuh"
+
+#define FZ_FULL 0xffffffffu
+#define FZ_THREADS 256  // threads of fz_decide / fz_extract blocks (>= the widest batch)
+// ctl words
+#define FZ_DISPATCH 2
+#define FZ_POOL 3
+#define FZ_FLAGS 4
+#define FZ_WRITTEN 5  // traversals whose sets are written, this call
+#define FZ_LIST_OVERFLOW 1ULL
+#define FZ_POOL_OVERFLOW 2ULL
+// stats words (gpucore/im/fused/stats.py KERNEL_COUNTERS)
+#define FZ_S_ENTRIES 0
+#define FZ_S_BITS 1
+#define FZ_S_READS 2
+#define FZ_S_LEVELS 3
+#define FZ_S_PEAK 4
+#define FZ_S_EXTRACT 5
+#define FZ_S_TRAV 6
+#define FZ_S_UNFUSED 7
+// extraction modes (emode)
+#define FZ_IDLE 0
+#define FZ_LOAD 1
+#define FZ_EXTRACT 2
+#define FZ_ABORT 3
+
+__device__ __forceinline__ unsigned fz_lanemask_lt(int lane) { return (1u << lane) - 1u; }
+
+__device__ __forceinline__ int fz_kth_bit(unsigned m, int k) {  // position of the k-th set bit (k < popc)
+    for (int i = 0; i < k; ++i) m &= m - 1u;
+    return __ffs(m) - 1;
+}
+
+// Appends the `want` lanes' values to list[count ..) with one atomicAdd per warp (all lanes call it).
+// Returns false on every lane when some value did not fit (the count still grows).
+__device__ __forceinline__ bool fz_push_warp(bool want, gc_u64 value, gc_u64* list, gc_u64 cap, gc_u64* count,
+                                             int lane) {
+    const unsigned m = __ballot_sync(FZ_FULL, want);
+    if (!m) return true;
+    const int leader = __ffs(m) - 1;
+    gc_u64 base = 0;
+    if (lane == leader) base = atomicAdd(count, (gc_u64)__popc(m));
+    base = __shfl_sync(FZ_FULL, base, leader);
+    if (want) {
+        const gc_u64 at = base + (gc_u64)__popc(m & fz_lanemask_lt(lane));
+        if (at < cap) list[at] = value;
+    }
+    return base + (gc_u64)__popc(m) <= cap;
+}
+
+// Appends the `want` lanes' words to the ring ring[(start + count + k) % cap] (all lanes call it);
+// the ring never overflows (one entry per non-zero word, see above).
+__device__ __forceinline__ void fz_ring_warp(bool want, int word, int* ring, gc_i64 cap, int start, int* count,
+                                             int lane) {
+    const unsigned m = __ballot_sync(FZ_FULL, want);
+    if (!m) return;
+    const int leader = __ffs(m) - 1;
+    int base = 0;
+    if (lane == leader) base = atomicAdd(count, __popc(m));
+    base = __shfl_sync(FZ_FULL, base, leader);
+    if (want) ring[((gc_i64)start + base + __popc(m & fz_lanemask_lt(lane))) % cap] = word;
+}
+
+// Marks in act the slots that discovered a vertex (skips the atomic when they are marked already).
+__device__ __forceinline__ void fz_mark(unsigned int* act, unsigned fresh) {
+    if (fresh & ~*((volatile unsigned int*)act)) atomicOr(act, fresh);
+}
+
+// keys[i] = new-id root of traversal i << 32 | i, for the sort of sorted sources.
+extern "C" __global__ void fz_keys(gc_u64 seed, gc_i64 j_begin, gc_i64 total, gc_i64 rounds, gc_i64 n,
+                                   const gc_i64* __restrict__ new_of_old, gc_i64* __restrict__ keys) {
+    for (gc_i64 i = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (gc_i64)gridDim.x * blockDim.x) {
+        const gc_i64 j = j_begin + i / rounds;
+        const gc_i64 root = gc_index_below(gc_mix5(seed, GC_STREAM_ROOT, (gc_u64)j, 0ULL, 0ULL), (gc_u64)n);
+        keys[i] = (new_of_old[root] << 32) | i;
+    }
+}
+
+// The body of fz_expand_ic / fz_expand_lt (a warp per entry of list cur_idx, grid-stride).
+template <bool LT>
+__device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const int* __restrict__ src,
+                                          const int* __restrict__ eid, const float* __restrict__ warc,
+                                          const gc_i64* __restrict__ qcum, const int* __restrict__ old_of_new,
+                                          gc_i64 n, int W, gc_u64 seed, const gc_u64* __restrict__ slot_key,
+                                          unsigned int* __restrict__ vis, unsigned int* __restrict__ nxt,
+                                          unsigned int* __restrict__ act, int* __restrict__ touched,
+                                          const int* __restrict__ tbase, int* __restrict__ tcount,
+                                          const gc_u64* __restrict__ cur, gc_u64* __restrict__ nlist, gc_u64 cap,
+                                          gc_u64* __restrict__ ctl, int cur_idx, gc_u64* __restrict__ stats) {
+    __shared__ gc_u64 s_acc[3];
+    const int lane = threadIdx.x & 31;
+    const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
+    const int B = 32 * W;
+    const gc_i64 nW = n * W;
+    if (threadIdx.x < 3) s_acc[threadIdx.x] = 0;
+    __syncthreads();
+    gc_u64 count = ((volatile gc_u64*)ctl)[cur_idx];
+    if (count > cap) count = cap;
+    gc_u64* ncount = &ctl[cur_idx ^ 1];
+    gc_u64 entries = 0, bits_total = 0, reads = 0;  // lane 0 of each warp
+    bool fits = true;
+    for (gc_i64 i = ((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < (gc_i64)count; i += warps) {
+        const gc_u64 e = cur[i];
+        const int g = (int)(e >> 32);
+        const gc_i64 x = (gc_i64)(e & 0xffffffffULL);
+        const gc_i64 xbase = (gc_i64)g * nW + x * W;
+        unsigned fr = 0;
+        if (lane < W) fr = atomicExch(&nxt[xbase + lane], 0u);
+        const unsigned nz = __ballot_sync(FZ_FULL, fr != 0u);
+        if (!nz) continue;  // a duplicate entry: its vertex was taken already
+        const int bits = __reduce_add_sync(FZ_FULL, (unsigned)__popc(fr));
+        const gc_i64 beg = ind[x], end = ind[x + 1];
+        if (lane == 0) {
+            entries += 1;
+            bits_total += (gc_u64)bits;
+            reads += (gc_u64)(end - beg);
+        }
+        int* ring = touched + (gc_i64)g * nW;
+        const int rstart = tbase[g];
+        int* rcount = tcount + g;
+        unsigned int* gact = act + (gc_i64)g * W;
+        const gc_u64* keys = slot_key + (gc_i64)g * B;
+        if (LT) {
+            const gc_u64 vid = (gc_u64)(unsigned)old_of_new[x];
+            for (int w = 0; w < W; ++w) {  // lane l takes the l-th slot of word w
+                const unsigned f = __shfl_sync(FZ_FULL, fr, w);
+                if (!f) continue;
+                bool touch = false, push = false;
+                int y = 0;
+                if (lane < __popc(f)) {
+                    const int b = fz_kth_bit(f, lane);
+                    const gc_i64 r = gc_lt_draw(gc_mix5(seed, GC_STREAM_LT_CHOICE, keys[w * 32 + b], vid, 0ULL));
+                    if (beg < end && qcum[end - 1] > r) {
+                        gc_i64 lo = beg, hi = end - 1;  // first a with qcum[a] > r
+                        while (lo < hi) {
+                            const gc_i64 mid = (lo + hi) >> 1;
+                            if (qcum[mid] > r) hi = mid;
+                            else lo = mid + 1;
+                        }
+                        y = src[lo];
+                        const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
+                        const unsigned bit = 1u << b;
+                        const unsigned o = atomicOr(&vis[yw], bit);
+                        if (!(o & bit)) {
+                            touch = (o == 0u);
+                            push = (atomicOr(&nxt[yw], bit) == 0u);
+                            fz_mark(&gact[w], bit);
+                        }
+                    }
+                }
+                fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
+                fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
+            }
+        } else {
+            const int nnz = __popc(nz);
+            const int gs = nnz <= 1 ? 1 : (nnz <= 2 ? 2 : (nnz <= 4 ? 4 : 8));
+            const int k = lane & (gs - 1), grp = lane / gs, groups = 32 / gs;
+            const int w = k < nnz ? fz_kth_bit(nz, k) : 0;
+            unsigned f = __shfl_sync(FZ_FULL, fr, w);
+            if (k >= nnz) f = 0u;
+            const unsigned gmask = (gs == 32 ? FZ_FULL : ((1u << gs) - 1u)) << (grp * gs);
+            const gc_u64* wkeys = keys + w * 32;
+            for (gc_i64 base = beg; base < end; base += groups) {
+                const gc_i64 a = base + grp;
+                bool touch = false, push = false;
+                int y = 0;
+                if (a < end && f) {
+                    y = src[a];
+                    const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
+                    unsigned cand = f & ~*((volatile unsigned int*)&vis[yw]);
+                    if (cand) {
+                        const float p = warc[a];
+                        unsigned kept = 0u;
+                        if (p >= 1.0f) {
+                            kept = cand;
+                        } else if (p > 0.0f) {
+                            const gc_u64 ea = (gc_u64)(unsigned)eid[a];
+                            while (cand) {
+                                const int b = __ffs(cand) - 1;
+                                cand &= cand - 1u;
+                                if (gc_bernoulli(gc_step(wkeys[b], ea), p)) kept |= 1u << b;
+                            }
+                        }
+                        if (kept) {
+                            const unsigned o = atomicOr(&vis[yw], kept);
+                            const unsigned fresh = kept & ~o;
+                            if (fresh) {
+                                touch = (o == 0u);
+                                push = (atomicOr(&nxt[yw], fresh) == 0u);
+                                fz_mark(&gact[w], fresh);
+                            }
+                        }
+                    }
+                }
+                fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
+                const unsigned pm = __ballot_sync(FZ_FULL, push);
+                const bool lead = push && !(pm & gmask & fz_lanemask_lt(lane));  // one push per arc
+                fits &= fz_push_warp(lead, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
+            }
+        }
+    }
+    if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
+    if (entries) {  // one atomic per warp into shared, one per block into global
+        atomicAdd(&s_acc[0], entries);
+        atomicAdd(&s_acc[1], bits_total);
+        atomicAdd(&s_acc[2], reads);
+    }
+    __syncthreads();
+    if (threadIdx.x < 3 && s_acc[threadIdx.x]) atomicAdd(&stats[FZ_S_ENTRIES + threadIdx.x], s_acc[threadIdx.x]);
+}
+
+#define FZ_EXPAND_PARAMS                                                                                        \
+    const gc_i64 *__restrict__ ind, const int *__restrict__ src, const int *__restrict__ eid,                 \
+        const float *__restrict__ warc, const gc_i64 *__restrict__ qcum, const int *__restrict__ old_of_new,  \
+        gc_i64 n, int W, gc_u64 seed, const gc_u64 *__restrict__ slot_key, unsigned int *__restrict__ vis,    \
+        unsigned int *__restrict__ nxt, unsigned int *__restrict__ act, int *__restrict__ touched,            \
+        const int *__restrict__ tbase, int *__restrict__ tcount, const gc_u64 *__restrict__ cur,              \
+        gc_u64 *__restrict__ nlist, gc_u64 cap, gc_u64 *__restrict__ ctl, int cur_idx, gc_u64 *__restrict__ stats
+#define FZ_EXPAND_ARGS \
+    ind, src, eid, warc, qcum, old_of_new, n, W, seed, slot_key, vis, nxt, act, touched, tbase, tcount, cur, nlist, cap, \
+        ctl, cur_idx, stats
+
+extern "C" __global__ void __launch_bounds__(256) fz_expand_ic(FZ_EXPAND_PARAMS) { fz_expand<false>(FZ_EXPAND_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) fz_expand_lt(FZ_EXPAND_PARAMS) { fz_expand<true>(FZ_EXPAND_ARGS); }
+
+// ---- extraction (fz_decide, fz_extract): grid (X, batches), FZ_THREADS threads ----------------------
+
+struct FzBatch {  // the arrays of all batches, and what a block needs to walk its share of batch g
+    gc_i64 n, nW;
+    int W, B, g, x, X;
+    unsigned int* vis;  // batch g's
+    int* ring;          // batch g's
+};
+
+__device__ __forceinline__ FzBatch fz_batch(gc_i64 n, int W, unsigned int* vis, int* touched) {
+    FzBatch b;
+    b.n = n;
+    b.W = W;
+    b.B = 32 * W;
+    b.nW = n * W;
+    b.g = blockIdx.y;
+    b.x = blockIdx.x;
+    b.X = gridDim.x;
+    b.vis = vis + (gc_i64)b.g * b.nW;
+    b.ring = touched + (gc_i64)b.g * b.nW;
+    return b;
+}
+
+// The word of item i of this block's share: ring entry (start + i) % nW, or word i itself (dense).
+__device__ __forceinline__ int fz_item_word(const FzBatch& b, int dense, int start, gc_i64 i) {
+    return dense ? (int)i : b.ring[((gc_i64)start + i) % b.nW];
+}
+
+// Per-slot counts (shared, FZ_THREADS entries) of the ended slots' members among this block's items,
+// and (unless `unfused` is null) the in-arcs an unfused sampler reads for them; all threads call it.
+__device__ void fz_count_share(const FzBatch& b, int dense, int start, gc_i64 items, const unsigned* fin,
+                               const gc_i64* __restrict__ ind, int* cnt, gc_u64* unfused) {
+    if (threadIdx.x < b.B) cnt[threadIdx.x] = 0;
+    __syncthreads();
+    gc_u64 reads = 0;
+    for (gc_i64 i = (gc_i64)b.x * FZ_THREADS + threadIdx.x; i < items; i += (gc_i64)b.X * FZ_THREADS) {
+        const int word = fz_item_word(b, dense, start, i);
+        const int w = word % b.W;
+        unsigned m = b.vis[word] & fin[w];
+        if (!m) continue;
+        const gc_i64 x = word / b.W;
+        reads += (gc_u64)__popc(m) * (gc_u64)(ind[x + 1] - ind[x]);
+        while (m) {
+            const int bit = __ffs(m) - 1;
+            m &= m - 1u;
+            atomicAdd(&cnt[w * 32 + bit], 1);
+        }
+    }
+    if (unfused && reads) atomicAdd(unfused, reads);
+    __syncthreads();
+}
+
+// Is this the last block of batch g to arrive here (the others' writes then visible)? All threads call it.
+__device__ __forceinline__ bool fz_last_block(int* done, int X, int* s_flag) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        *s_flag = atomicAdd(done, 1) == X - 1;
+        if (*s_flag) *done = 0;
+    }
+    __syncthreads();
+    if (*s_flag) __threadfence();
+    return *s_flag != 0;
+}
+
+extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshold, const gc_i64* __restrict__ ind,
+                                     unsigned int* __restrict__ vis, int* __restrict__ touched,
+                                     const int* __restrict__ tbase, const int* __restrict__ tcount,
+                                     const unsigned int* __restrict__ occ, const unsigned int* __restrict__ act,
+                                     int* __restrict__ emode, int* __restrict__ edense, unsigned int* __restrict__ efin,
+                                     int* __restrict__ gcnt, gc_i64* __restrict__ cursor, int* __restrict__ tnew,
+                                     int* __restrict__ done, const gc_i64* __restrict__ slot_tr,
+                                     gc_i64* __restrict__ trav_start, int* __restrict__ trav_size,
+                                     gc_u64* __restrict__ ctl, int idx, gc_u64 pool_cap, gc_u64* __restrict__ stats) {
+    __shared__ unsigned s_fin[8];
+    __shared__ int s_cnt[FZ_THREADS];
+    __shared__ int s_mode, s_flag;
+    const FzBatch b = fz_batch(n, W, vis, touched);
+    const int tid = threadIdx.x, g = b.g;
+    if (blockDim.x != FZ_THREADS) return;
+    if (tid == 0 && b.x == 0 && g == 0) {  // level bookkeeping: the list just expanded is consumed
+        const gc_u64 consumed = ((volatile gc_u64*)ctl)[idx ^ 1];
+        if (consumed) atomicAdd(&stats[FZ_S_LEVELS], 1ULL);
+        atomicMax(&stats[FZ_S_PEAK], consumed);
+        ctl[idx ^ 1] = 0;
+    }
+    if (tid == 0) {
+        int nocc = 0, nfin = 0;
+        for (int w = 0; w < W; ++w) {
+            const unsigned o = occ[g * W + w];
+            s_fin[w] = o & ~act[g * W + w];
+            nocc += __popc(o);
+            nfin += __popc(s_fin[w]);
+        }
+        const bool more = ((volatile gc_u64*)ctl)[FZ_DISPATCH] < (gc_u64)total;
+        const bool skip = (((volatile gc_u64*)ctl)[FZ_FLAGS] & FZ_LIST_OVERFLOW) != 0;  // act is incomplete
+        s_mode = skip ? FZ_IDLE
+                      : (nocc == 0 ? (more ? FZ_LOAD : FZ_IDLE)
+                                   : ((nfin && (nfin == nocc || nfin >= threshold)) ? FZ_EXTRACT : FZ_IDLE));
+    }
+    __syncthreads();
+    const int mode = s_mode;
+    if (mode != FZ_EXTRACT) {
+        if (b.x == 0 && tid == 0) emode[g] = mode;
+        return;
+    }
+    const int count = tcount[g];
+    const int dense = (gc_i64)count * 2 > b.nW;
+    const gc_i64 items = dense ? b.nW : count;
+    fz_count_share(b, dense, tbase[g], items, s_fin, ind, s_cnt, nullptr);
+    if (tid < b.B && s_cnt[tid]) atomicAdd(&gcnt[g * b.B + tid], s_cnt[tid]);
+    if (!fz_last_block(&done[2 * g], b.X, &s_flag)) return;
+    if (tid == 0) {  // reserve the ended sets' space in the pool, only if it fits
+        volatile int* vc = gcnt + g * b.B;
+        gc_u64 need = 0;
+        for (int s = 0; s < b.B; ++s) need += (gc_u64)vc[s];
+        gc_u64 old = ((volatile gc_u64*)ctl)[FZ_POOL];
+        bool ok = true;
+        while (true) {
+            if (old + need > pool_cap) {
+                atomicOr(&ctl[FZ_FLAGS], FZ_POOL_OVERFLOW);
+                ok = false;
+                break;
+            }
+            const gc_u64 seen = atomicCAS(&ctl[FZ_POOL], old, old + need);
+            if (seen == old) break;
+            old = seen;
+        }
+        if (ok) {
+            gc_i64 at = (gc_i64)old;
+            for (int s = 0; s < b.B; ++s) {
+                if (!((s_fin[s >> 5] >> (s & 31)) & 1u)) continue;
+                const gc_i64 tr = slot_tr[(gc_i64)g * b.B + s];
+                cursor[(gc_i64)g * b.B + s] = at;
+                trav_start[tr] = at;
+                trav_size[tr] = vc[s];
+                at += vc[s];
+            }
+            for (int w = 0; w < W; ++w) efin[g * W + w] = s_fin[w];
+            edense[g] = dense;
+            tnew[g] = 0;
+        }
+        emode[g] = ok ? FZ_EXTRACT : FZ_ABORT;
+    }
+}
+
+// Loads the next traversals of the dispatch order into the free slots of batch g (all threads call it).
+__device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total,
+                        int use_order, const gc_i64* __restrict__ order, const gc_i64* __restrict__ new_of_old,
+                        unsigned int* __restrict__ nxt, const int* tbase, int* tcount, unsigned int* occ,
+                        gc_i64* __restrict__ slot_tr, gc_u64* __restrict__ slot_key, int* __restrict__ slot_off,
+                        gc_u64* __restrict__ list, gc_u64 cap, gc_u64* __restrict__ ctl, int idx, unsigned* s_occ,
+                        int* s_warp, gc_i64* s_base) {
+    const int tid = threadIdx.x, lane = tid & 31, g = b.g;
+    if (tid < b.W) s_occ[tid] = occ[g * b.W + tid];
+    __syncthreads();
+    const bool is_free = tid < b.B && !((s_occ[tid >> 5] >> (tid & 31)) & 1u);
+    const unsigned m = __ballot_sync(FZ_FULL, is_free);
+    if (lane == 0) s_warp[tid >> 5] = __popc(m);
+    __syncthreads();
+    int rank = __popc(m & fz_lanemask_lt(lane)), nfree = 0;
+    for (int i = 0; i < FZ_THREADS / 32; ++i) {
+        if (i < (tid >> 5)) rank += s_warp[i];
+        nfree += s_warp[i];
+    }
+    if (tid == 0) *s_base = (gc_i64)atomicAdd(&ctl[FZ_DISPATCH], (gc_u64)nfree);  // a run of the order
+    __syncthreads();
+    const gc_i64 k = *s_base + rank;
+    bool push = false, touch = false;
+    gc_i64 x = 0, word = 0;
+    if (is_free && k < total) {
+        const int s = tid, w = s >> 5;
+        const gc_i64 i = use_order ? (order[k] & 0xffffffffLL) : k;
+        const gc_i64 t = i % rounds;
+        const gc_i64 j = j_begin + i / rounds;
+        const gc_u64 key = (gc_u64)j * (gc_u64)rounds + (gc_u64)t;
+        x = new_of_old[gc_index_below(gc_mix5(seed, GC_STREAM_ROOT, (gc_u64)j, 0ULL, 0ULL), (gc_u64)b.n)];
+        slot_tr[(gc_i64)g * b.B + s] = i;
+        slot_key[(gc_i64)g * b.B + s] = lt ? key : gc_mix3(seed, GC_STREAM_COIN, key);
+        slot_off[(gc_i64)g * b.B + s] = (int)(t * b.n);
+        atomicOr(&s_occ[w], 1u << (s & 31));
+        word = x * b.W + w;
+        touch = atomicOr(&b.vis[word], 1u << (s & 31)) == 0u;
+        push = atomicOr(&nxt[(gc_i64)g * b.nW + word], 1u << (s & 31)) == 0u;
+    }
+    fz_ring_warp(touch, (int)word, b.ring, b.nW, tbase[g], tcount + g, lane);
+    const bool fits = fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)x, list, cap, &ctl[idx], lane);
+    if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
+    __syncthreads();
+    if (tid < b.W) occ[g * b.W + tid] = s_occ[tid];
+}
+
+extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin,
+                                      gc_i64 total, int use_order, const gc_i64* __restrict__ order,
+                                      const gc_i64* __restrict__ ind, const int* __restrict__ old_of_new,
+                                      const gc_i64* __restrict__ new_of_old, unsigned int* __restrict__ vis,
+                                      unsigned int* __restrict__ nxt, int* __restrict__ touched,
+                                      int* __restrict__ tbase, int* __restrict__ tcount,
+                                      unsigned int* __restrict__ occ, unsigned int* __restrict__ act,
+                                      const int* __restrict__ emode, const int* __restrict__ edense,
+                                      const unsigned int* __restrict__ efin, int* __restrict__ gcnt,
+                                      gc_i64* __restrict__ cursor, int* __restrict__ tnew, int* __restrict__ done,
+                                      gc_i64* __restrict__ slot_tr, gc_u64* __restrict__ slot_key,
+                                      int* __restrict__ slot_off, gc_u64* __restrict__ list, gc_u64 cap,
+                                      gc_u64* __restrict__ ctl, int idx, int* __restrict__ pool,
+                                      gc_u64* __restrict__ stats) {
+    __shared__ unsigned s_fin[8], s_occ[8];
+    __shared__ int s_cnt[FZ_THREADS];
+    __shared__ gc_i64 s_pos[FZ_THREADS];
+    __shared__ int s_warp[FZ_THREADS / 32];
+    __shared__ int s_flag;
+    __shared__ gc_i64 s_base;
+    __shared__ gc_u64 s_unfused;
+    const FzBatch b = fz_batch(n, W, vis, touched);
+    const int tid = threadIdx.x, lane = tid & 31, g = b.g;
+    if (blockDim.x != FZ_THREADS) return;
+    const int mode = emode[g];
+    if (b.x == 0 && tid < W) act[g * W + tid] = 0u;  // fz_decide has read it; the next level marks anew
+    if (mode == FZ_ABORT && b.x == 0 && tid < b.B) gcnt[g * b.B + tid] = 0;  // counts are redone next time
+    if (mode == FZ_LOAD && b.x == 0)
+        fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, tbase, tcount, occ, slot_tr,
+                slot_key, slot_off, list, cap, ctl, idx, s_occ, s_warp, &s_base);
+    if (mode != FZ_EXTRACT) return;
+    if (tid < W) s_fin[tid] = efin[g * W + tid];
+    if (tid == 0) s_unfused = 0;
+    __syncthreads();
+    const int dense = edense[g], start = tbase[g], count = tcount[g];
+    const int fresh_start = dense ? 0 : (int)(((gc_i64)start + count) % b.nW);
+    const gc_i64 items = dense ? b.nW : count;
+    fz_count_share(b, dense, start, items, s_fin, ind, s_cnt, &s_unfused);
+    if (tid < b.B && s_cnt[tid])  // this block's run of each ended slot
+        s_pos[tid] = (gc_i64)atomicAdd((unsigned long long*)&cursor[(gc_i64)g * b.B + tid], (unsigned long long)s_cnt[tid]);
+    if (tid == 0 && s_unfused) atomicAdd(&stats[FZ_S_UNFUSED], s_unfused);
+    __syncthreads();
+    for (gc_i64 base = (gc_i64)b.x * FZ_THREADS; base < items; base += (gc_i64)b.X * FZ_THREADS) {  // warp-uniform
+        const gc_i64 i = base + tid;
+        int word = 0;
+        bool keep = false;
+        if (i < items) {
+            word = fz_item_word(b, dense, start, i);
+            const int w = word % W;
+            unsigned v = b.vis[word];
+            unsigned m = v & s_fin[w];
+            if (m) {
+                const int u = old_of_new[word / W];
+                while (m) {
+                    const int bit = __ffs(m) - 1;
+                    m &= m - 1u;
+                    const int s = w * 32 + bit;
+                    const gc_i64 at = (gc_i64)atomicAdd((unsigned long long*)&s_pos[s], 1ULL);
+                    pool[at] = u + slot_off[(gc_i64)g * b.B + s];
+                }
+                v &= ~s_fin[w];
+                b.vis[word] = v;
+            }
+            keep = v != 0u;
+        }
+        fz_ring_warp(keep, word, b.ring, b.nW, fresh_start, tnew + g, lane);
+    }
+    if (!fz_last_block(&done[2 * g + 1], b.X, &s_flag)) return;
+    if (tid == 0) {  // the batch's new ring part, its free slots, the counts for next time
+        tbase[g] = fresh_start;
+        tcount[g] = ((volatile int*)tnew)[g];
+        int nfin = 0;
+        for (int w = 0; w < W; ++w) {
+            occ[g * W + w] &= ~s_fin[w];
+            nfin += __popc(s_fin[w]);
+        }
+        atomicAdd(&stats[FZ_S_EXTRACT], 1ULL);
+        atomicAdd(&stats[FZ_S_TRAV], (gc_u64)nfin);
+        atomicAdd(&ctl[FZ_WRITTEN], (gc_u64)nfin);
+    }
+    if (tid < b.B) gcnt[g * b.B + tid] = 0;
+    __syncthreads();
+    fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, tbase, tcount, occ, slot_tr,
+            slot_key, slot_off, list, cap, ctl, idx, s_occ, s_warp, &s_base);
+}
+
+// Rebuilds list `idx` from nxt after an overflow: one entry per (batch, vertex) with a nonzero word.
+extern "C" __global__ void fz_rescan(const unsigned int* __restrict__ nxt, gc_i64 batches, gc_i64 n, int W,
+                                     gc_u64* __restrict__ list, gc_u64 cap, gc_u64* __restrict__ ctl, int idx) {
+    const int lane = threadIdx.x & 31;
+    const gc_i64 total = batches * n;
+    const gc_i64 stride = (gc_i64)gridDim.x * blockDim.x;
+    bool fits = true;
+    for (gc_i64 base = (gc_i64)blockIdx.x * blockDim.x; base < total; base += stride) {  // uniform per warp
+        const gc_i64 v = base + threadIdx.x;
+        bool want = false;
+        if (v < total)
+            for (int w = 0; w < W; ++w) want |= nxt[v * W + w] != 0u;
+        const gc_u64 g = (gc_u64)(v / n), x = (gc_u64)(v % n);
+        fits &= fz_push_warp(want, (g << 32) | x, list, cap, &ctl[idx], lane);
+    }
+    if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
+}
