@@ -13,6 +13,7 @@ the answer never depends on the number of ranks. One rank per GPU, started by ``
 - ``partition``, ``pack_greedy``: key ranges and weighted packing (``partition``)
 - ``greedy_max_cover``, ``LocalCover``, ``CoverResult``: distributed greedy max-cover (``cover``)
 - ``run_guarded``: a failing rank ends every rank with its message (``failure``)
+- ``TimedComm``, ``NestedPhases``: collectives timed as a solve's ``communication`` phase (``timed``)
 """
 
 from gpucore.dist.comm import Communicator, SingleComm
@@ -21,13 +22,16 @@ from gpucore.dist.failure import run_guarded
 from gpucore.dist.launch import Launch, detect
 from gpucore.dist.partition import pack_greedy, partition
 from gpucore.dist.runtime import current, init
+from gpucore.dist.timed import NestedPhases, TimedComm
 
 __all__ = [
     "Communicator",
     "CoverResult",
     "Launch",
     "LocalCover",
+    "NestedPhases",
     "SingleComm",
+    "TimedComm",
     "current",
     "detect",
     "greedy_max_cover",
