@@ -13,10 +13,10 @@ is the element's global count, known to all. Two ways to get the argmax, chosen 
   some earlier pick are upper bounds of the current ones. After a dense all-reduce (a "refresh"),
   the c elements of the largest bounds are the candidates and ``tau`` is the largest bound among the
   other (not excluded) elements. A pick all-reduces only the candidates' local counts (4c bytes):
-  their exact global counts. If the best of them, as the packed key ``count << 32 | (2^32 - 1 - e)``
-  (larger count first, then the lower id), exceeds ``tau``, no other element can beat it: it is the
-  exact argmax. Otherwise the pick refreshes (a dense all-reduce) and takes the argmax of the exact
-  counts. The pick is the dense one's in every case; only the bytes differ. The candidates depend on
+  their exact global counts. If the best allowed one, as the packed key ``count << 32 | (2^32 - 1 -
+  e)`` (larger count first, then the lower id), exceeds ``tau``, no other element can beat it (its
+  exact key is at most its bound): it is the exact argmax. Otherwise the pick refreshes (a dense
+  all-reduce) and takes the argmax of the exact counts. The pick is the dense one's in every case; only the bytes differ. The candidates depend on
   the global counts alone, so every rank computes the same ones without communicating.
 
 ``counts``: global counts already reduced for the current state (the IMM driver reduces them for the
@@ -104,7 +104,6 @@ class _GlobalCounts:
         self.refreshes = 0
         self.cand = None  # candidate elements (None: to choose from the bounds)
         self.tau = 0  # largest packed bound among the other allowed elements
-        self.view = None  # exact counts of the candidates, 0 elsewhere
 
     def refresh(self) -> None:
         self.bounds = _signed(self.comm.allreduce(self.local.counts(), "sum"))
@@ -116,10 +115,13 @@ class _GlobalCounts:
         if not self.fresh and self.candidates:
             if self.cand is None:
                 self._choose(excluded)
-            self.view[self.cand] = self.comm.allreduce(self.local.counts()[self.cand], "sum")
-            best = _argmax(self.view, excluded)
-            if best is not None and (best[1] << 32 | (_LOW - best[0])) > self.tau:
-                return best
+            exact = self.comm.allreduce(self.local.counts()[self.cand], "sum")
+            if self.cand.shape[0]:
+                xp = _array_module(exact)
+                keys = xp.where(excluded[self.cand], -1, (exact.astype(np.int64) << 32) | (_LOW - self.cand))
+                best = int(keys.max())
+                if best > self.tau:  # also > 0: an allowed candidate, beyond every other element's bound
+                    return _LOW - (best & _LOW), best >> 32
         if not self.fresh:
             self.refresh()
         self.fresh = False  # the caller covers the pick next
@@ -140,7 +142,6 @@ class _GlobalCounts:
         top = xp.sort(top)
         top = top[top > 0]
         self.cand = (_LOW - (top & _LOW)).astype(np.int64)
-        self.view = xp.zeros_like(self.bounds)
 
 
 def _argmax(counts, excluded) -> tuple[int, int] | None:

@@ -53,9 +53,8 @@ PILOT_SETS = 2048
 BATCH_ELEMENTS = 1 << 26
 #: relative standard error the spread estimate aims at (its sets: at most theta)
 ESTIMATE_RSE = 0.01
-#: the distributed greedy's per-element arrays beside the selection's: global counts (bounds, 4 B),
-#: candidates' view (4), excluded flags (1), and while choosing candidates the packed keys, their
-#: negation and partition (3 x 8) and the masked argmax input (4)
+#: the distributed greedy's per-element arrays beside the selection's: the global counts (bounds, 4 B)
+#: and excluded flags (1); at a refresh, the packed keys and their temporaries (4 x 8 at most)
 DIST_BYTES_PER_ELEMENT = 37
 #: candidates of the distributed greedy (``gpucore.dist.greedy_max_cover``; 0: dense all-reduce per pick)
 CANDIDATES = 1024
