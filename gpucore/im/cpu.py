@@ -396,11 +396,14 @@ class CPUSelector:
         """Sum over rounds of the k largest element counts (``gpucore.im.engine.top_k_sum``)."""
         from gpucore.im.engine import top_k_sum
 
-        return top_k_sum(np, self.counts(coll), self.n, self.rounds, int(k))
+        return top_k_sum(np, self._occurrences(coll), self.n, self.rounds, int(k))
 
     def counts(self, coll) -> np.ndarray:
         """int32 array: the sets of ``coll`` holding each element."""
-        return np.bincount(np.asarray(coll.nodes), minlength=self.n * self.rounds).astype(np.int32)
+        return self._occurrences(coll).astype(np.int32)
+
+    def _occurrences(self, coll) -> np.ndarray:
+        return np.bincount(np.asarray(coll.nodes), minlength=self.n * self.rounds)
 
     def greedy(self, coll, k: int):
         sel = self.start(coll, k)
