@@ -1,7 +1,8 @@
 """IMM (Tang, Shi, Xiao 2015) whose final phase reuses the estimation sets under a union bound, and MRIM.
 
-``imm(graph, k, epsilon, model)`` runs four phases, each a function below (a distributed run can
-replace one phase's sampling or selection and keep the rest):
+``imm(graph, k, epsilon, model)`` runs four phases, each a function below; given ``ranks`` (a
+``Ranks``: this process's part of a run over several MPI ranks, ``docs/multigpu.md``) each phase
+draws this rank's share of its keys and sums what it counts over the ranks, with the same answer:
 
 1. ``estimate_lower_bound``: for i = 1 .. floor(log2 n) - 1, extend R (sets j = 0, 1, ...) to
    theta_i = ceil(lambda' / x_i) sets, greedy-select S_i, stop at the first i with
@@ -22,7 +23,8 @@ runs T reverse traversals from it (round t with its own coins), elements are (no
 Samplers and selectors: ``gpucore.im.engine``. Seconds per phase: ``gpucore.timing.Phases``.
 
 Before an extension the peak bytes of the phase are projected from the mean set size seen so far
-(``bytes_needed``); beyond the memory budget an ``OutOfMemoryError`` names the size needed.
+(``bytes_needed``, of this rank's share over several ranks); beyond the memory budget an
+``OutOfMemoryError`` names the size needed.
 """
 
 from __future__ import annotations
