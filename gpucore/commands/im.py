@@ -8,7 +8,8 @@ from gpucore.backend import BACKENDS, set_cpu_threads
 from gpucore.commands.common import emit_json
 from gpucore.errors import GpucoreError
 
-HELP = "influence maximization: IMM (gIM sampler + GPU greedy) or multi-round IM (--rounds T); JSON result"
+HELP = ("influence maximization: IMM (gIM sampler + GPU greedy) or multi-round IM (--rounds T); JSON result; "
+        "over several GPUs with mpiexec -n N (the same answer)")
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6, "mib": 1 << 20,
           "g": 1 << 30, "gb": 10**9, "gib": 1 << 30, "t": 1 << 40, "tb": 10**12, "tib": 1 << 40}
@@ -40,7 +41,7 @@ def add_arguments(parser) -> None:
                         help="RR-set sampler: gim (gIM's, one traversal per warp) | fused (FuseIM) (gim)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--memory-limit", default=None,
-                        help="bytes the RR sets may take (e.g. 8GiB; default: free device memory / RAM)")
+                        help="bytes the RR sets may take (e.g. 8GiB; default: free device memory / RAM); per rank under mpiexec")
     parser.add_argument("--verify", type=int, default=0, metavar="RUNS",
                         help="also estimate the seeds' spread with the independent oracle (RUNS Monte-Carlo runs)")
     parser.add_argument("--verify-seed", type=int, default=1, help="seed of the oracle's runs (1)")
