@@ -29,6 +29,7 @@ Before an extension the peak bytes of the phase are projected from the mean set 
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import warnings
@@ -194,8 +195,6 @@ class Ranks:
     collectives run through a ``TimedComm``: their seconds are the ``communication`` phase."""
 
     def __init__(self, comm, phases: Phases, candidates: int = CANDIDATES):
-        if int(candidates) < 0:
-            raise GpucoreError(f"candidates {candidates}: must be >= 0 (0: a dense all-reduce per greedy pick)")
         self.comm = TimedComm(comm, phases)
         self.size, self.rank = comm.size, comm.rank
         self.candidates = int(candidates)
@@ -244,19 +243,21 @@ class Ranks:
         coll.release()
         engine.synchronize()
 
-    def check_same(self, facts: dict) -> None:
-        """Every rank must run the same solve: a GpucoreError on every rank names what differs."""
-        everyone = self.comm.comm.allgather(facts)
-        differ = [key for key in facts if any(other.get(key) != everyone[0].get(key) for other in everyone)]
-        if differ:
-            raise GpucoreError(f"the {self.size} ranks of this IMM run disagree on {', '.join(differ)}: every rank "
-                               "must run the same solve")
-
     def communication(self) -> dict:
         """What this rank communicated in the timed phases: collectives, payload bytes, greedy picks and
         dense all-reduces of the counts among them, the candidates setting."""
         return {"collectives": self.comm.calls, "bytes": self.comm.bytes, "picks": self.picks,
                 "dense_reductions": self.refreshes, "candidates": self.candidates}
+
+
+def same_everywhere(comm, facts: dict) -> None:
+    """Every rank must run the same solve: when some of ``facts`` differ between ranks, every rank
+    raises the same GpucoreError naming them (collective: one all-gather)."""
+    everyone = comm.allgather({key: json.dumps(value, sort_keys=True, default=repr) for key, value in facts.items()})
+    differ = [key for key in facts if any(other[key] != everyone[0][key] for other in everyone)]
+    if differ:
+        raise GpucoreError(f"the {comm.size} ranks of this IMM run disagree on {', '.join(differ)}: every rank "
+                           "must run the same solve")
 
 
 @dataclass
@@ -392,23 +393,26 @@ def imm(
     result, identical to a one-process run. ``candidates``: the distributed greedy's certified
     candidates per pick (0: a dense all-reduce of the counts per pick; ``gpucore.dist.cover``)."""
     t_start = time.perf_counter()
+    comm = current() if comm is None else comm
+    if comm.size > 1:  # first: arguments that differ would fail on some ranks only
+        same_everywhere(comm, {"graph": graph.sha256, "model": model, "k": k, "epsilon": epsilon, "ell": ell,
+                               "rounds": rounds, "seed": seed, "sampler": sampler, "sampler_options": sampler_options,
+                               "backend": getattr(backend, "name", backend), "memory_limit": memory_limit, "candidates": candidates})
     model = _check_model(model)
     if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or not 1 <= rounds <= MAX_ROUNDS:
         raise GpucoreError(f"--rounds {rounds}: must be an integer in [1, {MAX_ROUNDS}]")
     if isinstance(k, (np.integer,)):
         k = int(k)
+    if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) or candidates < 0:
+        raise GpucoreError(f"candidates {candidates!r}: an integer >= 0 (0: a dense all-reduce per greedy pick)")
     params = imm_parameters(graph.n, k, epsilon, ell, int(rounds))
     be = get_backend(backend) if isinstance(backend, str) else backend
-    comm = current() if comm is None else comm
     if comm.size == 1:
         phases, ranks = Phases(PHASES, sync=be.synchronize), None
     else:
+        same_everywhere(comm, {"backend": be.name})  # "auto" must resolve alike: NCCL and MPI do not mix
         phases = NestedPhases(PHASES + (COMMUNICATION,), sync=be.synchronize)
-        ranks = Ranks(comm, phases, candidates)
-        ranks.check_same({"graph": graph.sha256, "model": model, "k": k, "epsilon": float(epsilon), "ell": float(ell),
-                          "rounds": int(rounds), "seed": int(seed), "sampler": sampler,
-                          "sampler_options": sampler_options or {}, "backend": be.name, "candidates": int(candidates),
-                          "memory_limit": memory_limit})
+        ranks = Ranks(comm, phases, int(candidates))
     rescaled = lt_rescaled_nodes(graph) if model == "LT" else 0
     be.reset_peak()
     engine = make_engine(graph, model, int(rounds), int(seed), be, sampler, **(sampler_options or {}))
