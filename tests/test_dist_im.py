@@ -255,6 +255,7 @@ def test_the_solves_cover_what_they_must(reference, ranked):
 
 
 @needs_mpi
+@pytest.mark.slow
 def test_the_cuda_selection_over_two_ranks_in_the_emulator(reference):
     """The CUDA sampler and selector (kernels in the emulator) on two ranks: the same answer."""
     out = case(2, "emulated", script=__file__, timeout=300)
@@ -283,6 +284,7 @@ def test_ranks_that_disagree_stop_together():
 
 
 @needs_mpi
+@pytest.mark.slow
 def test_gpucore_im_under_mpiexec(tmp_path, reference):
     """The command: rank 0 writes one result file, with the one-process answer and the ranks' record."""
     from gpucore.graph import save_graph
