@@ -94,6 +94,7 @@ def arguments(argv=None):
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # the part file a rank-0 worker writes
     p.add_argument("--graph-path", default=None, help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)  # epoch seconds
+    p.add_argument("--hint", type=float, default=None, help=argparse.SUPPRESS)  # seconds of a run on fewer ranks
     return p.parse_args(argv)
 
 
@@ -170,7 +171,7 @@ def worker(args) -> int:
 
     tiny = from_arcs(64, list(range(63)), list(range(1, 64)), 0.5)
     first_guess = 20.0 + graph.m / 2e6  # the first run: set-up, warm-up and solve on a GPU
-    last_wall = None
+    last_wall = args.hint  # the longest run on fewer ranks, when there was one
     for cell in cells(args, comm.size):
         record = dict(cell)
         part["cells"].append(record)
@@ -215,10 +216,13 @@ def find_mpiexec(given: str | None) -> str | None:
     return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
-def launch(args, ranks: int, graph_path: Path, part: Path, deadline: float, out: Path) -> str | None:
+def launch(args, ranks: int, graph_path: Path, part: Path, deadline: float, out: Path,
+           hint: float | None) -> str | None:
     """Run the worker on ``ranks`` ranks; None, or why its part is missing."""
     cmd = [sys.executable, str(Path(__file__).resolve()), str(out), "--worker", str(part), "--graph-path",
            str(graph_path), "--deadline", repr(deadline)]
+    if hint is not None:
+        cmd += ["--hint", f"{hint:.3f}"]
     for name in ("samplers", "models", "k", "eps", "seed", "repeats", "backend"):
         cmd += [f"--{name}", str(getattr(args, name))]
     if args.dense:
@@ -362,16 +366,18 @@ def driver(args) -> int:
     shared = Path(args.shared_data) if args.shared_data else None
     graph_path = build_graph(args.graph, spec, shared, Path(args.cache), log)
     graph = load_graph(graph_path)
-    parts, failures = {}, {}
+    parts, failures, hint = {}, {}, None
     for ranks in [int(r) for r in args.ranks.split(",") if r.strip()]:
         part = out / f"bench_dist-n{ranks}.json"
         part.unlink(missing_ok=True)
         if time.time() >= deadline:
             failures[ranks] = "budget spent before it started"
             continue
-        why = launch(args, ranks, graph_path, part, deadline, out)
+        why = launch(args, ranks, graph_path, part, deadline, out, hint)
         if part.exists():
             parts[ranks] = json.loads(part.read_text())
+            walls = [cell["imm_seconds"] for cell in parts[ranks]["cells"] if "imm_seconds" in cell]
+            hint = max(walls, default=hint)
         if why:
             failures[ranks] = why
             log(f"{ranks} rank(s): {why}")
