@@ -29,7 +29,6 @@ Before an extension the peak bytes of the phase are projected from the mean set 
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import warnings
@@ -38,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpucore.backend import available_ram, get_backend
-from gpucore.dist import current, greedy_max_cover, partition
+from gpucore.dist import current, greedy_max_cover, partition, same_everywhere
 from gpucore.dist.timed import COMMUNICATION, NestedPhases, TimedComm
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.engine import make_engine, top_k_sum
@@ -250,16 +249,6 @@ class Ranks:
                 "dense_reductions": self.refreshes, "candidates": self.candidates}
 
 
-def same_everywhere(comm, facts: dict) -> None:
-    """Every rank must run the same solve: when some of ``facts`` differ between ranks, every rank
-    raises the same GpucoreError naming them (collective: one all-gather)."""
-    everyone = comm.allgather({key: json.dumps(value, sort_keys=True, default=repr) for key, value in facts.items()})
-    differ = [key for key in facts if any(other[key] != everyone[0][key] for other in everyone)]
-    if differ:
-        raise GpucoreError(f"the {comm.size} ranks of this IMM run disagree on {', '.join(differ)}: every rank "
-                           "must run the same solve")
-
-
 @dataclass
 class LowerBound:
     """Outcome of the lower-bound search: LB, the iteration that set it (None: the LB = 1 fallback),
@@ -395,9 +384,10 @@ def imm(
     t_start = time.perf_counter()
     comm = current() if comm is None else comm
     if comm.size > 1:  # first: arguments that differ would fail on some ranks only
-        same_everywhere(comm, {"graph": graph.sha256, "model": model, "k": k, "epsilon": epsilon, "ell": ell,
-                               "rounds": rounds, "seed": seed, "sampler": sampler, "sampler_options": sampler_options,
-                               "backend": getattr(backend, "name", backend), "memory_limit": memory_limit, "candidates": candidates})
+        same_everywhere(comm, "IMM", {"graph": graph.sha256, "model": model, "k": k, "epsilon": epsilon, "ell": ell,
+                                      "rounds": rounds, "seed": seed, "sampler": sampler,
+                                      "sampler_options": sampler_options, "backend": getattr(backend, "name", backend),
+                                      "memory_limit": memory_limit, "candidates": candidates})
     model = _check_model(model)
     if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or not 1 <= rounds <= MAX_ROUNDS:
         raise GpucoreError(f"--rounds {rounds}: must be an integer in [1, {MAX_ROUNDS}]")
@@ -410,7 +400,7 @@ def imm(
     if comm.size == 1:
         phases, ranks = Phases(PHASES, sync=be.synchronize), None
     else:
-        same_everywhere(comm, {"backend": be.name})  # "auto" must resolve alike: NCCL and MPI do not mix
+        same_everywhere(comm, "IMM", {"backend": be.name})  # "auto" must resolve alike: NCCL and MPI do not mix
         phases = NestedPhases(PHASES + (COMMUNICATION,), sync=be.synchronize)
         ranks = Ranks(comm, phases, int(candidates))
     rescaled = lt_rescaled_nodes(graph) if model == "LT" else 0
