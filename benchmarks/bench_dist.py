@@ -46,7 +46,6 @@ import json
 import os
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -86,7 +85,8 @@ def arguments(argv=None):
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--dense", action="store_true", help="also the dense greedy (candidates=0) on several ranks")
     p.add_argument("--candidates", type=int, default=None, help="the greedy's candidates (default: imm's)")
-    p.add_argument("--budget", type=float, default=540.0, help="seconds for everything (runs that do not fit are skipped)")
+    p.add_argument("--budget", type=float, default=540.0,
+                   help="seconds for everything (runs that do not fit are skipped)")
     p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"), help="cuda (cpu: a dry run of the script)")
     p.add_argument("--mpiexec", default=None, help="the launcher (default: beside this Python, else on PATH)")
     p.add_argument("--mpiexec-args", default="", help="extra launcher arguments, e.g. '-launcher fork'")
@@ -314,7 +314,8 @@ def markdown(rep: dict) -> str:
         f"- timed: {rep['timed']}",
         "",
         "| solver | model | greedy | theta | " + " | ".join(f"{r} GPU{'s' if r > 1 else ''} s" for r in counts)
-        + f" | speedup ({counts[-1]} vs 1) | communication share | dense all-reduces / picks | payload bytes (rank 0) | identical |",
+        + f" | speedup ({counts[-1]} vs 1) | communication share | dense all-reduces / picks "
+        "| payload bytes (rank 0) | identical |",
         "|---|---|---|---|" + "---|" * len(counts) + "---|---|---|---|---|",
     ]
     for row in rep["rows"]:

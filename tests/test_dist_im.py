@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 import time
 
 import numpy as np

@@ -16,8 +16,9 @@ is the element's global count, known to all. Two ways to get the argmax, chosen 
   their exact global counts. If the best allowed one, as the packed key ``count << 32 | (2^32 - 1 -
   e)`` (larger count first, then the lower id), exceeds ``tau``, no other element can beat it (its
   exact key is at most its bound): it is the exact argmax. Otherwise the pick refreshes (a dense
-  all-reduce) and takes the argmax of the exact counts. The pick is the dense one's in every case; only the bytes differ. The candidates depend on
-  the global counts alone, so every rank computes the same ones without communicating.
+  all-reduce) and takes the argmax of the exact counts. The pick is the dense one's in every case;
+  only the bytes differ. The candidates depend on the global counts alone, so every rank computes
+  the same ones without communicating.
 
 ``counts``: global counts already reduced for the current state (the IMM driver reduces them for the
 lower-bound test before the greedy), which saves the first refresh. At the end one more
