@@ -131,6 +131,19 @@ def test_candidates_give_the_dense_greedy(candidates):
         assert 1 <= res.refreshes <= 12
 
 
+def test_the_largest_keys_by_partition_and_by_sort():
+    """The host's partition and the device's sort (here NumPy's sort behind another module) agree."""
+    from types import SimpleNamespace
+
+    from gpucore.dist.cover import _largest
+
+    keys = np.random.default_rng(1).permutation(10_000).astype(np.int64) * 7
+    for count in (1, 2, 1025, 10_000):
+        want = np.sort(keys)[-count:]
+        np.testing.assert_array_equal(_largest(np, keys, count), want)
+        np.testing.assert_array_equal(_largest(SimpleNamespace(sort=np.sort), keys, count), want)
+
+
 def test_candidates_with_rounds_blocked_and_given_counts():
     """MRIM's blocking and counts reduced before the greedy (the LB test's): the same picks, one fewer refresh."""
     from gpucore.dist import SingleComm, greedy_max_cover
