@@ -155,7 +155,8 @@ def _largest(xp, keys, count: int):
 
 def _argmax(counts, excluded) -> tuple[int, int] | None:
     """(element, count) of the largest count not excluded, ties to the lowest id; None if all are excluded."""
-    best = int(np.argmax(np.where(excluded, -1, counts)))
+    xp = _array_module(counts)
+    best = int(xp.argmax(xp.where(excluded, -1, counts)))
     return None if excluded[best] else (best, int(counts[best]))
 
 
@@ -186,7 +187,7 @@ def greedy_max_cover(local: LocalCover, picks: int, local_sets: int, comm: Commu
         if excluded is None:
             if state.bounds is None:
                 state.refresh()
-            excluded = np.zeros_like(state.bounds, dtype=bool)  # a CuPy array for CuPy counts
+            excluded = _array_module(state.bounds).zeros(state.bounds.shape, dtype=bool)
         pick = state.pick(excluded)
         if pick is None:
             raise GpucoreError(f"greedy_max_cover: every element is excluded after {len(chosen)} picks")
