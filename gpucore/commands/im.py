@@ -15,7 +15,8 @@ from gpucore.commands.common import (
 )
 from gpucore.errors import GpucoreError
 
-HELP = "influence maximization: IMM (gIM sampler + GPU greedy) or multi-round IM (--rounds T); JSON result"
+HELP = ("influence maximization: IMM (gIM sampler + GPU greedy) or multi-round IM (--rounds T); JSON result; "
+        "over several GPUs with mpiexec -n N (the same answer)")
 
 
 def add_arguments(parser) -> None:
@@ -33,7 +34,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sampler", default="gim", choices=("gim", "fused"),
                         help="RR-set sampler: gim (gIM's, one traversal per warp) | fused (FuseIM) (gim)")
     add_threads_option(parser)
-    add_memory_option(parser, "the RR sets and the selection")
+    add_memory_option(parser, "the RR sets and the selection (per rank under mpiexec)")
     parser.add_argument("--verify", type=int, default=0, metavar="RUNS",
                         help="also estimate the seeds' spread with the independent oracle (RUNS Monte-Carlo runs)")
     add_seed_option(parser, "seed of the oracle's Monte-Carlo runs", flag="--verify-seed", default=1)

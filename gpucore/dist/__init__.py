@@ -12,22 +12,27 @@ the answer never depends on the number of ranks. One rank per GPU, started by ``
 - ``detect()`` / ``Launch``: the launcher's world from its environment variables (``launch``)
 - ``partition``, ``pack_greedy``: key ranges and weighted packing (``partition``)
 - ``greedy_max_cover``, ``LocalCover``, ``CoverResult``: distributed greedy max-cover (``cover``)
-- ``run_guarded``: a failing rank ends every rank with its message (``failure``)
+- ``run_guarded``: a failing rank ends every rank with its message; ``same_everywhere``: ranks with
+  different arguments all stop with one message (``failure``)
+- ``TimedComm``, ``NestedPhases``: collectives timed as a solve's ``communication`` phase (``timed``)
 """
 
 from gpucore.dist.comm import Communicator, SingleComm
 from gpucore.dist.cover import CoverResult, LocalCover, greedy_max_cover
-from gpucore.dist.failure import run_guarded
+from gpucore.dist.failure import run_guarded, same_everywhere
 from gpucore.dist.launch import Launch, detect
 from gpucore.dist.partition import pack_greedy, partition
 from gpucore.dist.runtime import current, init
+from gpucore.dist.timed import NestedPhases, TimedComm
 
 __all__ = [
     "Communicator",
     "CoverResult",
     "Launch",
     "LocalCover",
+    "NestedPhases",
     "SingleComm",
+    "TimedComm",
     "current",
     "detect",
     "greedy_max_cover",
@@ -35,4 +40,5 @@ __all__ = [
     "pack_greedy",
     "partition",
     "run_guarded",
+    "same_everywhere",
 ]

@@ -1,5 +1,9 @@
 """A failing rank ends every rank: never a hang in a collective it will not reach.
 
+``same_everywhere(comm, solve, facts)`` comes first in a distributed solve: ranks called with
+different arguments would fail or branch on some ranks only; instead every rank raises the same
+``GpucoreError`` naming what differs (one all-gather).
+
 ``run_guarded(comm, fn)`` runs ``fn()`` (it returns an exit status). On a user error
 (``GpucoreError``) the rank prints ``gpucore: error: [rank r] <message>`` and the exit status is 2;
 on Ctrl-C, 130; on any other exception (a bug) its traceback and status 1. In a world of one rank
@@ -10,6 +14,7 @@ the launcher ends every rank, including those waiting in a collective, and exits
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
 from typing import Callable
@@ -38,3 +43,13 @@ def run_guarded(comm: Communicator, fn: Callable[[], int]) -> int:
     if comm.size > 1:
         comm.abort(status)
     return status
+
+
+def same_everywhere(comm: Communicator, solve: str, facts: dict) -> None:
+    """Raise the same GpucoreError on every rank when some of ``facts`` (JSON-able values, compared
+    as sorted JSON) differ between ranks (collective)."""
+    everyone = comm.allgather({key: json.dumps(value, sort_keys=True, default=repr) for key, value in facts.items()})
+    differ = [key for key in facts if any(other[key] != everyone[0][key] for other in everyone)]
+    if differ:
+        raise GpucoreError(f"the {comm.size} ranks of this {solve} run disagree on {', '.join(differ)}: every rank "
+                           "must run the same solve")

@@ -396,8 +396,14 @@ class CPUSelector:
         """Sum over rounds of the k largest element counts (``gpucore.im.rrsets.top_k_sum``)."""
         from gpucore.im.rrsets import top_k_sum
 
-        counts = np.bincount(np.asarray(coll.nodes), minlength=self.n * self.rounds)
-        return top_k_sum(np, counts, self.n, self.rounds, int(k))
+        return top_k_sum(np, self._occurrences(coll), self.n, self.rounds, int(k))
+
+    def counts(self, coll) -> np.ndarray:
+        """int32 array: the sets of ``coll`` holding each element."""
+        return self._occurrences(coll).astype(np.int32)
+
+    def _occurrences(self, coll) -> np.ndarray:
+        return np.bincount(np.asarray(coll.nodes), minlength=self.n * self.rounds)
 
     def greedy(self, coll, k: int):
         sel = self.start(coll, k)

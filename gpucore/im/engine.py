@@ -11,7 +11,9 @@ Attributes ``n``, ``rounds``, ``backend``, ``name``.
 ``collection(j_begin) -> RRCollection``
     An empty collection on the sampler's backend whose first set will be set ``j_begin``.
 ``sample_into(coll, count, mean_hint)``
-    Append sets ``j = coll.j_end, ..., coll.j_end + count - 1`` to ``coll``, in order of j.
+    Append sets ``j = coll.j_end, ..., coll.j_end + count - 1`` to ``coll``, in order of j. A rank of
+    a distributed run moves ``j_end`` between extensions (``coll.seek``: its share of the next keys),
+    so a sampler reads ``coll.j_end`` at every call and keeps no key position of its own.
     Set j is a pure function of (run seed, j, graph, model, rounds) under the key scheme of
     ``gpucore.im.rrsets`` (root, IC coins, LT choices): two samplers, backends, batchings or
     thread counts give the same set for the same j (the order of elements inside a set may
@@ -35,6 +37,9 @@ Selector contract (``CPUSelector`` / ``CUDASelector``)
     newly covers (their members' counts drop; the element becomes chosen; its round is closed once
     it holds k); ``Selection.covered`` -> sets covered so far. ``stepwise_greedy`` below is the
     whole greedy on that interface; ``greedy`` is its fast path (identical results).
+``counts(coll)``
+    The backend array (int32, length n * rounds) of the sets of ``coll`` holding each element (a
+    distributed run sums every rank's for the lower-bound test's bound and the greedy's first pick).
 ``coverage(coll, elements) -> int``
     The sets of ``coll`` holding at least one of ``elements`` (scoring seeds on other sets).
 ``coverage_bound(coll, k) -> int``
@@ -123,6 +128,9 @@ class Engine:
 
     def start(self, coll, k: int):
         return self.selector.start(coll, k)
+
+    def counts(self, coll):
+        return self.selector.counts(coll)
 
     def coverage(self, coll, elements) -> int:
         return self.selector.coverage(coll, elements)

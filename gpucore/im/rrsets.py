@@ -11,6 +11,11 @@ Key scheme (``docs/im.md``): the root of set j is ``index_below(mix(seed, ROOT, 
 IMM's lower-bound search and final selection use ``j = 0, 1, ...`` (the final phase extends the
 search's sets, ``docs/im.md``); the spread estimate scores the seeds on other sets,
 ``j = ESTIMATE_OFFSET, ESTIMATE_OFFSET + 1, ...``.
+
+A collection's keys are one contiguous range in a single process. A rank of a distributed run holds
+its share of each extension of a phase (``gpucore.dist.partition``): several ranges, one per
+extension, recorded in ``blocks``; ``seek(j)`` starts the next one, and samplers append at
+``j_end`` whatever the range (``docs/multigpu.md``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ MAX_ROUNDS = 1 << 16
 
 
 class RRCollection:
-    """RR sets ``j_begin .. j_begin + count - 1`` of one phase, on one backend (``xp``)."""
+    """RR sets of one phase, on one backend (``xp``): keys ``j_begin .. j_begin + count - 1``, or over
+    several ranges after ``seek`` (``blocks``: (first key, first set index) of each range)."""
 
     def __init__(self, xp, backend, j_begin: int, n: int, rounds: int):
         self.xp = xp
@@ -36,6 +42,7 @@ class RRCollection:
         self.count = 0
         self.total = 0
         self.projected_bytes = 0  # the IMM driver's memory projection for this collection (bytes)
+        self.blocks = [(self.j_begin, 0)]
         self._offsets = backend.zeros((1024,), np.int64, what="RR-set offsets")
         self._nodes = backend.empty((1024,), np.int32, what="RR-set elements")
 
@@ -49,7 +56,25 @@ class RRCollection:
 
     @property
     def j_end(self) -> int:
-        return self.j_begin + self.count
+        """The key of the next set appended."""
+        first_key, first_set = self.blocks[-1]
+        return first_key + self.count - first_set
+
+    def seek(self, j: int) -> None:
+        """Make ``j`` the key of the next set appended (a new range, unless ``j`` already is ``j_end``)."""
+        j = int(j)
+        if j == self.j_end:
+            return
+        if self.blocks[-1][1] == self.count:  # the last range is still empty: move it
+            self.blocks[-1] = (j, self.count)
+        else:
+            self.blocks.append((j, self.count))
+
+    def keys(self) -> np.ndarray:
+        """The key j of every set, in set order (host int64)."""
+        ends = [first for _, first in self.blocks[1:]] + [self.count]
+        return np.concatenate([np.arange(key, key + end - first, dtype=np.int64)
+                               for (key, first), end in zip(self.blocks, ends)])
 
     @property
     def mean_size(self) -> float:
@@ -100,6 +125,7 @@ class RRCollection:
     def release(self) -> None:
         """Free the storage (fresh empty arrays: a slice would keep the old buffers alive)."""
         self.count = self.total = 0
+        self.blocks = [(self.j_begin, 0)]
         self._offsets = self.backend.zeros((1,), np.int64, what="RR-set offsets")
         self._nodes = self.backend.empty((0,), np.int32, what="RR-set elements")
 

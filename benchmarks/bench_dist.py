@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""Several GPUs against one (issue 17, item 8): IMM at LiveJournal size on 1 and 2 GPUs, a table keyed by solver.
+
+    python3 benchmarks/bench_dist.py OUT [--graph livejournal] [--samplers gim,fused] [--models IC]
+        [--k 50] [--eps 0.05] [--ranks 1,2] [--repeats 3] [--dense] [--budget 540] [--backend cuda]
+        [--mpiexec PATH] [--mpiexec-args "..."] [--cache DIR]
+
+Run it once, without a launcher. It builds the graph (``--graph``: a preferential-attachment
+stand-in with the n and m of soc-LiveJournal1, 4,847,571 / 68,993,773, weighted cascade: the
+graph ``bench_im.py`` calls ``livejournal``, cached in --cache), then runs itself once per rank
+count R of --ranks: ``python3 bench_dist.py --worker ...`` for R = 1 (one process) and
+``mpiexec -n R python3 bench_dist.py --worker ...`` for R > 1 (one rank per GPU; NCCL for the
+device arrays). Every rank runs the same cells: per sampler (``gim``; ``fused`` when
+``gpucore.im.fused`` is installed, else the cell says it is missing) and model, ``imm()`` on the
+R ranks, --repeats times (the median kept), with ``--dense`` also the dense greedy (a full
+all-reduce of the counts per pick, ``candidates=0``) on R > 1 ranks to compare with the certified
+candidates. Rank 0 writes OUT/bench_dist-nR.json; the first run then merges them into
+OUT/bench_dist.json and OUT/bench_dist.md (device, date, commit from GPUCORE_COMMIT when there is
+no .git).
+
+What is timed ("solve"): the sum of rank 0's ``seconds_by_phase`` (the IMM phases, and over
+several ranks ``communication``: the collectives, the wait for the slowest rank included), as in
+``bench_im.py``; engine set-up and warm-up (NCCL's start included) are outside it. Per row: the
+solve on each rank count, the speedup over one rank, the communication share, the collectives,
+payload bytes and dense all-reduces of rank 0, the per-rank seconds per phase (the load balance),
+and whether the answer (seeds, gains, theta, lower bound and its iterations, estimate) is
+identical to the one-rank answer: it must be.
+
+Budget: --budget seconds for everything (graph build included). Before each run, rank 0 projects
+its time from the runs before it (a guess from the graph size for the first) and every rank skips
+the run when it would end past the deadline; a cell that could not run once is marked skipped,
+never cut. Rows for other solvers (DiFuseR, structural diversity search) go in the same table:
+``cells()`` lists (solver, ...) keys, ``run_cell()`` runs one; the merge is keyed by solver.
+
+On a machine without mpi4py (the GPU machine), install the carried wheels first, for example
+``pip install --no-index --find-links WHEELS --prefix /tmp/mpi mpi4py mpich`` and put
+``/tmp/mpi/bin`` on PATH, ``/tmp/mpi/lib`` on LD_LIBRARY_PATH and the site-packages folder under
+``/tmp/mpi/lib`` on PYTHONPATH (``docs/multigpu.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_common import GRAPH_CACHE, build_graph, cpu_facts, git_commit  # noqa: E402
+from benchmarks.bench_im import GRAPHS  # noqa: E402
+
+#: graphs besides bench_im's: a small one for a dry run of the orchestration
+EXTRA_GRAPHS = {"smoke": {"title": "PA 20,000 / 200,000 (dry run)", "nodes": 20_000, "edges": 200_000}}
+#: result fields that must be identical on every rank count (and for every sampler)
+SAME = ("seed_ids", "marginal_coverage", "theta", "lower_bound", "lb_iteration", "lb_sets", "lb_iterations",
+        "covered", "estimated_spread", "estimate_sets", "rr_elements")
+#: seconds after the deadline the worker may still take to exit (beyond it, it is stopped)
+GRACE = 120.0
+
+
+def log(msg: str) -> None:
+    print(f"[bench_dist {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def arguments(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("out", help="output folder (bench_dist.json, bench_dist.md, bench_dist-nR.json, logs)")
+    p.add_argument("--graph", default="livejournal", choices=sorted({**GRAPHS, **EXTRA_GRAPHS}),
+                   help="graph (livejournal: LiveJournal-size PA stand-in)")
+    p.add_argument("--shared-data", default=None, help="folder of the SNAP files (for --graph epinions)")
+    p.add_argument("--samplers", default="gim,fused", help="comma-separated samplers")
+    p.add_argument("--models", default="IC", help="comma-separated models")
+    p.add_argument("--k", type=int, default=50)
+    p.add_argument("--eps", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ranks", default="1,2", help="comma-separated rank counts (one GPU each)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--dense", action="store_true", help="also the dense greedy (candidates=0) on several ranks")
+    p.add_argument("--candidates", type=int, default=None, help="the greedy's candidates (default: imm's)")
+    p.add_argument("--budget", type=float, default=540.0,
+                   help="seconds for everything (runs that do not fit are skipped)")
+    p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"), help="cuda (cpu: a dry run of the script)")
+    p.add_argument("--mpiexec", default=None, help="the launcher (default: beside this Python, else on PATH)")
+    p.add_argument("--mpiexec-args", default="", help="extra launcher arguments, e.g. '-launcher fork'")
+    p.add_argument("--cache", default=GRAPH_CACHE, help="folder for the built .gcsr graphs")
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # the part file a rank-0 worker writes
+    p.add_argument("--graph-path", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)  # epoch seconds
+    p.add_argument("--hint", type=float, default=None, help=argparse.SUPPRESS)  # seconds of a run on fewer ranks
+    return p.parse_args(argv)
+
+
+# ---------------------------------------------------------------------------------------------
+# the worker: every rank runs this under the launcher
+
+
+def cells(args, ranks: int) -> list[dict]:
+    """The cells of one rank count, in order: (solver, sampler, model, candidates)."""
+    out = []
+    for sampler in [s.strip() for s in args.samplers.split(",") if s.strip()]:
+        for model in [m.strip().upper() for m in args.models.split(",") if m.strip()]:
+            base = {"solver": f"imm-{sampler}", "sampler": sampler, "model": model, "candidates": args.candidates}
+            out.append(base)
+            if args.dense and ranks > 1:
+                out.append({**base, "solver": f"imm-{sampler}-dense", "candidates": 0, "reference": base["solver"]})
+    return out
+
+
+def sampler_missing(sampler: str) -> str | None:
+    import importlib.util
+
+    from gpucore.im.engine import SAMPLERS
+
+    module = SAMPLERS.get(sampler, (None,))[0]
+    if module is None:
+        return f"unknown sampler {sampler!r}"
+    return None if importlib.util.find_spec(module) else f"{module} is not installed"
+
+
+def run_cell(graph, cell: dict, args, comm) -> dict:
+    """One imm() run of a cell on ``comm``: the answer, the times, the ranks' record."""
+    from gpucore.im import imm
+
+    options = {} if cell["candidates"] is None else {"candidates": cell["candidates"]}
+    t = time.perf_counter()
+    res = imm(graph, args.k, args.eps, cell["model"], seed=args.seed, backend=args.backend, sampler=cell["sampler"],
+              comm=comm, **options)
+    wall = time.perf_counter() - t
+    phases = res["seconds_by_phase"]
+    return {
+        "answer": {key: res[key] for key in SAME},
+        "solve": sum(phases.values()),
+        "imm_seconds": wall,
+        "warm_up_seconds": res["warm_up_seconds"],
+        "seconds_by_phase": phases,
+        "communication_seconds": phases.get("communication", 0.0),
+        "communication": res.get("communication"),
+        "per_rank": res["per_rank"],
+        "estimated_spread_stderr": res["estimated_spread_stderr"],
+        "peak_device_memory": res["peak_device_memory"],
+    }
+
+
+def worker(args) -> int:
+    from gpucore.dist import init
+
+    comm = init()  # first: each rank takes its GPU before any CuPy work
+    from gpucore.atomic import write_json
+    from gpucore.backend import get_backend
+    from gpucore.graph import from_arcs, load_graph
+
+    be = get_backend(args.backend)
+    graph = load_graph(args.graph_path)
+    devices = comm.allgather(be.device_info())
+    part = {"ranks": comm.size, "devices": devices, "cells": []}
+
+    def save():
+        if comm.is_root:
+            write_json(args.worker, part)
+
+    def fits(seconds: float) -> bool:  # rank 0 decides for every rank
+        return bool(comm.bcast(time.time() + seconds <= args.deadline if comm.is_root else None))
+
+    tiny = from_arcs(64, list(range(63)), list(range(1, 64)), 0.5)
+    first_guess = 20.0 + graph.m / 2e6  # the first run: set-up, warm-up and solve on a GPU
+    last_wall = args.hint  # the longest run on fewer ranks, when there was one
+    for cell in cells(args, comm.size):
+        record = dict(cell)
+        part["cells"].append(record)
+        missing = sampler_missing(cell["sampler"])
+        if missing:
+            record["skipped"] = missing
+            save()
+            continue
+        runs = []
+        for _ in range(args.repeats):
+            need = 1.2 * (runs[-1]["imm_seconds"] if runs else (last_wall or first_guess))
+            if not fits(need):
+                break
+            if not runs:  # kernels compiled, NCCL started: untimed
+                run_cell(tiny, cell, argparse.Namespace(**dict(args.__dict__, k=2, eps=0.5)), comm)
+            runs.append(run_cell(graph, cell, args, comm))
+        if not runs:
+            record["skipped"] = "the budget could not hold one run"
+        else:
+            last_wall = runs[-1]["imm_seconds"]
+            best = sorted(runs, key=lambda r: r["solve"])[len(runs) // 2]
+            record.update(best)
+            record["solve_all"] = [r["solve"] for r in runs]
+            record["repeats"] = len(runs)
+            record["same_answer_in_repeats"] = all(r["answer"] == runs[0]["answer"] for r in runs)
+            if comm.is_root:
+                log(f"{comm.size} rank(s) {cell['solver']} {cell['model']}: solve {best['solve']:.3f}s "
+                    f"(communication {best['communication_seconds']:.3f}s), theta {best['answer']['theta']:,}")
+        save()
+    save()
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the driver: builds the graph, starts the workers, merges their parts
+
+
+def find_mpiexec(given: str | None) -> str | None:
+    if given:
+        return given
+    beside = Path(sys.executable).parent / "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+def launch(args, ranks: int, graph_path: Path, part: Path, deadline: float, out: Path,
+           hint: float | None) -> str | None:
+    """Run the worker on ``ranks`` ranks; None, or why its part is missing."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), str(out), "--worker", str(part), "--graph-path",
+           str(graph_path), "--deadline", repr(deadline)]
+    if hint is not None:
+        cmd += ["--hint", f"{hint:.3f}"]
+    for name in ("samplers", "models", "k", "eps", "seed", "repeats", "backend"):
+        cmd += [f"--{name}", str(getattr(args, name))]
+    if args.dense:
+        cmd.append("--dense")
+    if args.candidates is not None:
+        cmd += ["--candidates", str(args.candidates)]
+    if ranks > 1:
+        mpiexec = find_mpiexec(args.mpiexec)
+        if mpiexec is None:
+            return "no mpiexec (install mpi4py and mpich, or pass --mpiexec)"
+        cmd = [mpiexec, *shlex.split(args.mpiexec_args), "-n", str(ranks), *cmd]
+    env = {**os.environ, "GPUCORE_PROGRESS": "0",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    logfile = out / f"bench_dist-n{ranks}.log"
+    log(f"{ranks} rank(s): {' '.join(cmd)} (log {logfile.name})")
+    with open(logfile, "w") as fh:
+        try:
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=REPO,
+                                  timeout=max(10.0, deadline - time.time() + GRACE))
+        except subprocess.TimeoutExpired:
+            return f"stopped {GRACE:.0f}s after the deadline (see {logfile.name})"
+    if proc.returncode != 0:
+        tail = logfile.read_text().strip().splitlines()[-3:]
+        return f"exit {proc.returncode}: {' / '.join(tail)}"
+    return None if part.exists() else "the worker wrote no result"
+
+
+def merge(args, parts: dict[int, dict], failures: dict[int, str], graph) -> dict:
+    """One row per (solver, model): each rank count's record, the speedups and the identity checks."""
+    rows = {}
+    for ranks, part in sorted(parts.items()):
+        for cell in part["cells"]:
+            row = rows.setdefault((cell["solver"], cell["model"]), {
+                "solver": cell["solver"], "sampler": cell["sampler"], "model": cell["model"],
+                "reference": cell.get("reference", cell["solver"]), "greedy":
+                    "dense all-reduce per pick" if cell["candidates"] == 0 else "certified candidates",
+                "by_ranks": {}})
+            row["by_ranks"][str(ranks)] = {k: v for k, v in cell.items()
+                                           if k not in ("solver", "sampler", "model", "reference")}
+    gim_answers = {}
+    for (solver, model), row in rows.items():
+        base = next((r["by_ranks"].get("1") for (s, m), r in rows.items() if s == row["reference"] and m == model),
+                    None)
+        for ranks, rec in row["by_ranks"].items():
+            if base is None or "answer" not in base or "answer" not in rec:
+                continue
+            rec["speedup"] = base["solve"] / rec["solve"] if rec["solve"] > 0 else None
+            rec["communication_share"] = rec["communication_seconds"] / rec["solve"] if rec["solve"] > 0 else None
+            rec["identical_to_one_rank"] = rec["answer"] == base["answer"]
+        if row["sampler"] == "gim" and "1" in row["by_ranks"] and "answer" in row["by_ranks"]["1"]:
+            gim_answers[model] = row["by_ranks"]["1"]["answer"]
+    for (solver, model), row in rows.items():
+        rec = row["by_ranks"].get("1") or {}
+        if row["sampler"] != "gim" and "answer" in rec and model in gim_answers:
+            row["identical_to_gim"] = rec["answer"] == gim_answers[model]
+    return {
+        "benchmark": "bench_dist", "issue": "17 (items 3 and 8)",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "commit": git_commit(),
+        "devices": {str(r): p.get("devices") for r, p in parts.items()}, "host": cpu_facts(),
+        "graph": {"name": args.graph, "title": {**GRAPHS, **EXTRA_GRAPHS}[args.graph]["title"], "n": graph.n,
+                  "m": graph.m, "weights": "wc"},
+        "parameters": {"k": args.k, "eps": args.eps, "seed": args.seed, "repeats": args.repeats,
+                       "ranks": args.ranks, "budget": args.budget, "backend": args.backend,
+                       "candidates": args.candidates},
+        "timed": "solve = sum of rank 0's seconds_by_phase (IMM phases + communication); set-up and warm-up excluded",
+        "failures": {str(r): why for r, why in failures.items()},
+        "rows": list(rows.values()),
+    }
+
+
+def _fmt(x, spec: str, missing: str = "-") -> str:
+    return missing if x is None else format(x, spec)
+
+
+def markdown(rep: dict) -> str:
+    counts = sorted({int(r) for row in rep["rows"] for r in row["by_ranks"]})
+    widest = max(rep["devices"].items(), key=lambda item: int(item[0]), default=("0", [{}]))[1] or [{}]
+    dev = widest[0]
+    where = ", ".join(f"rank {r}: device {d.get('device_id', '-')}" for r, d in enumerate(widest))
+    g, pr = rep["graph"], rep["parameters"]
+    lines = [
+        "# Several GPUs: IMM on 1 and 2 GPUs (issue 17)",
+        "",
+        f"- date: {rep['date']}; commit: {rep['commit']}",
+        f"- device: {dev.get('device', dev.get('backend'))} ({where}; CuPy {dev.get('cupy', '-')}); "
+        f"host: {rep['host']['cpu_model']} ({rep['host']['cpu_count']} cores)",
+        f"- graph: {g['title']} (n = {g['n']:,}, m = {g['m']:,}, weighted cascade); k = {pr['k']}, eps = {pr['eps']},"
+        f" run seed {pr['seed']}; median of up to {pr['repeats']} runs",
+        f"- timed: {rep['timed']}",
+        "",
+        "| solver | model | greedy | theta | " + " | ".join(f"{r} GPU{'s' if r > 1 else ''} s" for r in counts)
+        + f" | speedup ({counts[-1]} vs 1) | communication share | dense all-reduces / picks "
+        "| payload bytes (rank 0) | identical |",
+        "|---|---|---|---|" + "---|" * len(counts) + "---|---|---|---|---|",
+    ]
+    for row in rep["rows"]:
+        recs = row["by_ranks"]
+        top = recs.get(str(counts[-1]), {})
+        theta = next((r["answer"]["theta"] for r in recs.values() if "answer" in r), None)
+        times = [(_fmt(recs[str(r)].get("solve"), ".3f", recs[str(r)].get("skipped", "-")) if str(r) in recs else "")
+                 for r in counts]
+        comm = top.get("communication") or {}
+        ident = [recs[r].get("identical_to_one_rank") for r in recs if r != "1"]
+        if "identical_to_gim" in row:
+            ident.append(row["identical_to_gim"])
+        lines.append(
+            f"| {row['solver']} | {row['model']} | {row['greedy']} | {_fmt(theta, ',')} | " + " | ".join(times)
+            + f" | {_fmt(top.get('speedup'), '.2f')} | {_fmt(top.get('communication_share'), '.1%')} | "
+            f"{comm.get('dense_reductions', '-')} / {comm.get('picks', '-')} | {_fmt(comm.get('bytes'), ',')} | "
+            f"{'-' if not ident or None in ident else ('yes' if all(ident) else 'NO')} |")
+    lines += ["", "Seconds per phase of each rank (median run; the spread between ranks is the load imbalance):", "",
+              "| solver | model | ranks | rank | " + " | ".join(PHASE_NAMES) + " | RR sets held |",
+              "|---|---|---|---|" + "---|" * (len(PHASE_NAMES) + 1)]
+    for row in rep["rows"]:
+        for ranks, rec in sorted(row["by_ranks"].items()):
+            per = rec.get("per_rank")
+            if not per:
+                continue
+            for r, (secs, sets) in enumerate(zip(per["seconds_by_phase"], per["selection_sets"])):
+                lines.append(f"| {row['solver']} | {row['model']} | {ranks} | {r} | "
+                             + " | ".join(f"{secs.get(p, 0.0):.3f}" for p in PHASE_NAMES) + f" | {sets:,} |")
+    if rep["failures"]:
+        lines += ["", "Runs that did not complete: "
+                  + "; ".join(f"{r} rank(s): {why}" for r, why in rep["failures"].items())]
+    lines += ["", f"Total benchmark time: {rep.get('total_seconds', 0):.0f} s.", ""]
+    return "\n".join(lines)
+
+
+PHASE_NAMES = ("lb_sampling", "lb_selection", "final_sampling", "final_selection", "estimate", "communication")
+
+
+def driver(args) -> int:
+    started = time.time()
+    deadline = started + args.budget
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("GPUCORE_PROGRESS", "0")
+    from gpucore.atomic import atomic_path, write_json
+    from gpucore.graph import load_graph
+
+    spec = {**GRAPHS, **EXTRA_GRAPHS}[args.graph]
+    shared = Path(args.shared_data) if args.shared_data else None
+    graph_path = build_graph(args.graph, spec, shared, Path(args.cache), log)
+    graph = load_graph(graph_path)
+    parts, failures, hint = {}, {}, None
+    for ranks in [int(r) for r in args.ranks.split(",") if r.strip()]:
+        part = out / f"bench_dist-n{ranks}.json"
+        part.unlink(missing_ok=True)
+        if time.time() >= deadline:
+            failures[ranks] = "budget spent before it started"
+            continue
+        why = launch(args, ranks, graph_path, part, deadline, out, hint)
+        if part.exists():
+            parts[ranks] = json.loads(part.read_text())
+            walls = [cell["imm_seconds"] for cell in parts[ranks]["cells"] if "imm_seconds" in cell]
+            hint = max(walls, default=hint)
+        if why:
+            failures[ranks] = why
+            log(f"{ranks} rank(s): {why}")
+    rep = merge(args, parts, failures, graph)
+    rep["total_seconds"] = time.time() - started
+    write_json(out / "bench_dist.json", rep)
+    with atomic_path(out / "bench_dist.md") as tmp:
+        tmp.write_text(markdown(rep))
+    log(f"wrote {out / 'bench_dist.json'} and {out / 'bench_dist.md'} ({rep['total_seconds']:.0f}s)")
+    return 0 if not failures else 1
+
+
+def main(argv=None) -> int:
+    args = arguments(argv)
+    return worker(args) if args.worker else driver(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
