@@ -20,6 +20,7 @@ COMMANDS = {
     "generate": "generate",
     "im": "im",
     "amcss": "amcss",
+    "sds": "sds",
     "verify": "verify",
 }
 
