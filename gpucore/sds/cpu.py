@@ -77,8 +77,8 @@ class CpuEngine(Engine):
                           a["row_start"], a["row_deg"], a["nbr"], *truss, a["parent"], a["aux"], score)
         return score
 
-    def _labels(self) -> np.ndarray:
-        return self.arena["parent"]
+    def _host(self, name: str) -> np.ndarray:
+        return self.arena[name]
 
 
 def _exclusive_cumsum(values: np.ndarray, out: np.ndarray) -> None:

@@ -221,8 +221,9 @@ def _coreness(r0, r1, row_start, row_deg, nbr, c):
 
 @njit(cache=True)
 def _peel(e0, ne, stop_level, row_start, row_deg, nbr, eid, el_i, el_j, r0, sup, state, queue):
-    """Support of every edge of one ego-network, then level peeling of levels 0 .. stop_level-1:
-    edges left ALIVE have trussness >= stop_level + 2; a DEAD edge's sup is its level (trussness - 2)."""
+    """Support of every edge of one ego-network, then level peeling of levels 0 .. stop_level-1
+    (levels without edges skipped): edges left ALIVE have trussness >= stop_level + 2; a DEAD
+    edge's sup is its level (trussness - 2)."""
     for e in range(e0, e0 + ne):
         ri = r0 + el_i[e]
         rj = r0 + el_j[e]
@@ -234,11 +235,18 @@ def _peel(e0, ne, stop_level, row_start, row_deg, nbr, eid, el_i, el_j, r0, sup,
     while level < stop_level and removed < ne:
         head = 0
         tail = 0
+        low = stop_level
         for e in range(e0, e0 + ne):
-            if state[e] == ALIVE and sup[e] == level:
-                state[e] = CURR
-                queue[e0 + tail] = e - e0
-                tail += 1
+            if state[e] == ALIVE:
+                if sup[e] == level:
+                    state[e] = CURR
+                    queue[e0 + tail] = e - e0
+                    tail += 1
+                else:
+                    low = min(low, sup[e])
+        if tail == 0:  # no edge at this level: go to the lowest support left
+            level = low
+            continue
         while head < tail:
             e1 = e0 + queue[e0 + head]
             head += 1

@@ -18,7 +18,7 @@ returns is on the host. Calls, in order:
   (graph, vertex, model, k), so any split of the vertices over batches, engines or GPUs gives the
   same pairs.
 
-A backend implements ``_supports``, ``_counts``, ``_build``, ``_score`` and ``_labels`` over its
+A backend implements ``_supports``, ``_counts``, ``_build``, ``_score`` and ``_host`` over its
 array module ``xp`` (NumPy + Numba kernels, or CuPy + CUDA kernels).
 """
 
@@ -95,8 +95,8 @@ class Engine(ABC):
         """Scores (int32, batch order) of the loaded batch; leaves the labels in the arena."""
 
     @abstractmethod
-    def _labels(self) -> np.ndarray:
-        """Host copy of the context labels of the loaded batch (one per flat row)."""
+    def _host(self, name: str) -> np.ndarray:
+        """Host copy of the arena array ``name`` of the loaded batch (``layout`` docstring)."""
 
     def synchronize(self) -> None:
         self.backend.synchronize()
@@ -150,7 +150,27 @@ class Engine(ABC):
         return self._score(model, k, truss_stop_level(k) if model == "truss" else 0)
 
     def labels_loaded(self) -> np.ndarray:
-        return self._labels()
+        """Context label per flat row: the flat row of its context's smallest member, or -1."""
+        return self._host("parent")
+
+    def trussness(self, vertices) -> np.ndarray:
+        """The largest trussness of an edge of each ego-network (0 without edges): the full PKT
+        decomposition (peeling to the last level), as tau_ego in the paper's Table 1."""
+        vertices = np.ascontiguousarray(vertices, dtype=np.int32)
+        sizes = self.batch_bytes("truss", vertices)
+        out = np.zeros(vertices.size, dtype=np.int64)
+        start = 0
+        while start < vertices.size:
+            end = pack(vertices, start, MAX_BATCH, sizes, self.arena_budget, "sds trussness")
+            batch = self.new_batch(vertices[start:end])
+            self.load(batch, "truss")
+            self._score("truss", 2**30, 2**30)  # stop level beyond any support: every edge peeled
+            level = self._host("sup")
+            for b in range(batch.size):
+                e0, e1 = int(batch.edge_base[b]), int(batch.edge_base[b + 1])
+                out[start + b] = int(level[e0:e1].max()) + 2 if e1 > e0 else 0
+            start = end
+        return out
 
     def new_batch(self, vertices) -> Batch:
         d, e = self.ego_sizes()
@@ -158,7 +178,7 @@ class Engine(ABC):
 
     def contexts_loaded(self) -> list[list[list[int]]]:
         """Contexts (original ids) of every ego-network of the loaded batch, in batch order."""
-        labels = self._labels()
+        labels = self.labels_loaded()
         indptr, adj, orig = self.sg.indptr, self.sg.adj, self.sg.original_id
         out = []
         for b, v in enumerate(self.batch.vertices):
