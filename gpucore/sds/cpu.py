@@ -14,7 +14,7 @@ import numpy as np
 from gpucore.errors import GpucoreError
 from gpucore.sds import kernels_cpu as K
 from gpucore.sds.bounds import MODEL_CODE
-from gpucore.sds.layout import Batch, arena_fields
+from gpucore.sds.layout import Batch, arena_fields, check_slots
 from gpucore.sds.primitives import Engine
 
 #: iterations handed to a thread at a time in the per-vertex and per-ego-network loops
@@ -56,6 +56,8 @@ class CpuEngine(Engine):
         with numba.parallel_chunksize(CHUNK):
             K.gather_rows(self.indptr, self.sup, batch.vertices, batch.row_base, a["row_deg"], a["row_owner"])
         _exclusive_cumsum(a["row_deg"], a["row_start"])
+        if batch.rows:
+            check_slots(int(a["row_start"][-1] + a["row_deg"][-1]), batch)
         errors = np.zeros(1, dtype=np.int32)
         K.fill_rows(self.indptr, self.adj, batch.vertices, batch.row_base, a["row_owner"], a["row_start"],
                     a["row_deg"], a["nbr"], a["row_lower"], errors)

@@ -17,7 +17,7 @@ import numpy as np
 
 from gpucore.errors import GpucoreError
 from gpucore.sds.bounds import MODEL_CODE
-from gpucore.sds.layout import Batch, arena_fields
+from gpucore.sds.layout import Batch, arena_fields, check_slots
 from gpucore.sds.primitives import Engine
 
 ERRORS = {
@@ -122,6 +122,7 @@ class CudaEngine(Engine):
                                     self.ego["row_base"], a["row_deg"], a["row_owner"]))
         deg = a["row_deg"][:batch.rows]
         a["row_start"][:batch.rows] = xp.cumsum(deg, dtype=xp.int64) - deg
+        check_slots(int(a["row_start"][batch.rows - 1] + deg[batch.rows - 1]), batch)
         blocks, threads = self._warp_grid(batch.rows)
         self._kernel("sds_build", "sds_fill_rows")(
             (blocks,), (threads,), (self.indptr, self.adj, self.ego["vertices"], self.ego["row_base"],

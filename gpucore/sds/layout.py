@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpucore.errors import OutOfMemoryError, format_bytes
+from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 
 ROWS = (("row_start", np.int64), ("row_deg", np.int32), ("row_lower", np.int32), ("row_owner", np.int32),
         ("parent", np.int32), ("aux", np.int32))
@@ -117,6 +117,13 @@ def pack(candidates: np.ndarray, start: int, count: int, sizes: np.ndarray, budg
             f"buffers but {format_bytes(budget)} is available for them; raise --memory-budget or use a device "
             f"with more memory")
     return end
+
+
+def check_slots(total: int, batch: Batch) -> None:
+    """The ego degrees of a batch must fill exactly its 2 |E| slots (else the supports are corrupt)."""
+    if total != 2 * batch.edges:
+        raise GpucoreError(f"sds: the ego degrees of a batch sum to {total:,}, not twice its {batch.edges:,} "
+                           f"edges (inconsistent edge supports)")
 
 
 def decode_contexts(batch: Batch, labels: np.ndarray, b: int, members: np.ndarray) -> list[list[int]]:
