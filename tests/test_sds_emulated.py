@@ -91,13 +91,29 @@ def test_random_interleavings(threads, seed):
         assert np.array_equal(cpu.trussness(everyone), emu.trussness(everyone)), name
 
 
+@pytest.mark.parametrize("giant_edges, seed", [(0, 0), (25, 0), (40, 6)])
+def test_giant_egonets_on_the_whole_device(giant_edges, seed):
+    """Ego-networks of at least ``giant_edges`` edges take the whole-device kernels (sds_flat.cu:
+    host-driven H-index rounds, truss levels and PKT sub-rounds over flat queues): 0 sends every
+    one there, 25 and 40 split the batches between both paths."""
+    for name in ("deep", "gnp_dense", "hub", "karate"):
+        cpu, emu = pair(GRAPHS[name], giant_edges=giant_edges, schedule_seed=seed, score_threads=64)
+        everyone = np.arange(cpu.n)
+        for model in MODELS:
+            for k in range(1, 7):
+                a, ca = cpu.score(everyone, model, k, contexts=True)
+                b, cb = emu.score(everyone, model, k, contexts=True)
+                assert np.array_equal(a, b) and ca == cb, (name, model, k)
+        assert np.array_equal(cpu.trussness(everyone), emu.trussness(everyone)), name
+
+
 def test_driver_on_the_emulator_equals_cpu():
     graph = to_graph(cliques_at_hubs())
     sg = simple_graph(graph)
     for model, k, t in (("comp", 3, 10), ("core", 2, 25), ("truss", 4, 40), ("truss", 3, 1)):
         ref = run_sds(graph, model, k, t, backend="cpu")
         # a small arena: many batches
-        emu = emulated_engine(sg, budget=make_engine(sg, "cpu").fixed_bytes(sg) + 40_000)
+        emu = emulated_engine(sg, budget=make_engine(sg, "cpu").fixed_bytes(sg) + 40_000, giant_edges=60)
         got = run_sds(graph, model, k, t, engine=emu, first_batch=2)
         assert got["top"] == ref["top"], (model, k, t)
         for key in ("t_score", "ties_at_t", "ties_in_top", "candidates"):

@@ -3,7 +3,8 @@ the Numba kernels of ``gpucore.sds.kernels_cpu``, parallel over edges' owners, r
 
 With ``threads=1`` the same code runs on one core: the "sequential CPU" of the benchmarks.
 Loops over vertices and ego-networks hand out small chunks (``numba.parallel_chunksize``), so a
-few huge ego-networks do not serialise a whole static share of the work.
+few huge ego-networks do not serialise a whole static share of the work, and the heavy steps
+(build, truss supports, H-index rounds) run in parallel over rows or edges, across ego-networks.
 """
 
 from __future__ import annotations
@@ -74,8 +75,14 @@ class CpuEngine(Engine):
         truss = [a[name] if name in a else np.zeros(1, dtype=dt) for name, dt in (
             ("eid", np.int32), ("el_i", np.int32), ("el_j", np.int32), ("sup", np.int32), ("state", np.uint8),
             ("curr", np.int32))]
+        if model == "truss" and stop_level > 0 and batch.edges:
+            K.edge_supports_batch(batch.row_base, batch.edge_base, a["row_start"], a["row_deg"], a["nbr"], a["el_i"],
+                                  a["el_j"], a["sup"])
+        if model == "core" and batch.rows:
+            K.coreness_batch(batch.row_base, a["row_owner"], a["row_start"], a["row_deg"], a["nbr"], a["aux"],
+                             8 * numba.get_num_threads())
         with numba.parallel_chunksize(1):
-            K.score_batch(MODEL_CODE[model], int(k), int(stop_level), batch.order, batch.row_base, batch.edge_base,
+            K.score_batch(MODEL_CODE[model], int(k), int(stop_level), batch.row_base, batch.edge_base,
                           a["row_start"], a["row_deg"], a["nbr"], *truss, a["parent"], a["aux"], score)
         return score
 

@@ -4,8 +4,10 @@ twins: same inputs, same outputs; ``gpucore/kernels/sds/*.cu``).
 Global: ``edge_supports`` (sup of every slot of the simple CSR: |N(u) & N(v)| by sorted-list
 intersection, computed for u < v and mirrored), ``ego_counts`` (per vertex: members above a
 threshold, |E(G_v)|). Per batch: ``gather_rows`` -> (host prefix sums) -> ``fill_rows`` (the
-ego CSR: sorted local lists) -> for truss (prefix sums) ``edge_ids`` -> ``score_batch`` (one
-ego-network per task, parallel over ego-networks, each scored sequentially).
+ego CSR: sorted local lists) -> for truss (prefix sums) ``edge_ids`` -> the heavy steps in
+parallel over all rows or edges of the batch (``edge_supports_batch`` for truss, the H-index
+rounds of ``coreness_batch`` for core), so one huge ego-network does not keep a single core busy
+-> ``score_batch`` (the rest, one ego-network per task, largest first).
 
 Within an ego-network the CPU runs the sequential form of the GPU's algorithms: union-find with
 the smaller root as the representative (comp, and the final components of every model), the
@@ -187,48 +189,78 @@ def _union(parent, a, b):
         parent[a] = b
 
 
-@njit(cache=True)
-def _coreness(r0, r1, row_start, row_deg, nbr, c):
-    """c[r] = coreness of local vertex r - r0 in the ego-network: the H-index iteration from the
-    degrees, each vertex updated in place, until a pass changes nothing."""
+@njit(parallel=True, cache=True)
+def edge_supports_batch(row_base, edge_base, row_start, row_deg, nbr, el_i, el_j, sup):
+    """Support (common neighbours inside its ego-network) of every edge of the batch, parallel over edges."""
+    for f in prange(edge_base[-1]):
+        b = np.searchsorted(edge_base, f, side="right") - 1
+        ri = row_base[b] + el_i[f]
+        rj = row_base[b] + el_j[f]
+        sup[f] = intersect_count(nbr, row_start[ri], row_start[ri] + row_deg[ri], row_start[rj],
+                                 row_start[rj] + row_deg[rj])
+
+
+@njit(inline="always", cache=True)
+def _hindex(c, r0, r, row_start, row_deg, nbr, hist):
+    """The largest h <= c[r] with at least h neighbours of c >= h (hist: scratch of c[r] + 1 counters)."""
+    cr = c[r]
+    for h in range(cr + 1):
+        hist[h] = 0
+    for x in range(row_start[r], row_start[r] + row_deg[r]):
+        hist[min(c[r0 + nbr[x]], cr)] += 1
+    acc = 0
+    h = cr
+    while h > 0:
+        acc += hist[h]
+        if acc >= h:
+            break
+        h -= 1
+    return h
+
+
+@njit(parallel=True, cache=True)
+def coreness_batch(row_base, row_owner, row_start, row_deg, nbr, c, chunks):
+    """c[r] = coreness of every local vertex of the batch: the H-index iteration from the degrees,
+    rounds over the rows of the ego-networks that changed in the last round (parallel over rows,
+    values updated in place), until no ego-network changes."""
+    nb = row_base.shape[0] - 1
     top = 0
-    for r in range(r0, r1):
+    for r in range(row_deg.shape[0]):
         c[r] = row_deg[r]
         top = max(top, row_deg[r])
-    hist = np.zeros(top + 2, dtype=np.int64)
-    changed = True
-    while changed:
-        changed = False
-        for r in range(r0, r1):
-            cr = c[r]
-            if cr == 0:
-                continue
-            for h in range(cr + 1):
-                hist[h] = 0
-            for x in range(row_start[r], row_start[r] + row_deg[r]):
-                hist[min(c[r0 + nbr[x]], cr)] += 1
-            acc = 0
-            h = cr
-            while h > 0:
-                acc += hist[h]
-                if acc >= h:
-                    break
-                h -= 1
-            if h < cr:
-                c[r] = h
-                changed = True
+    active = np.ones(nb, dtype=np.uint8)
+    changed = np.zeros(nb, dtype=np.uint8)
+    todo = np.empty(row_deg.shape[0], dtype=np.int64)
+    while True:
+        count = 0
+        for b in range(nb):
+            if active[b]:
+                for r in range(row_base[b], row_base[b + 1]):
+                    todo[count] = r
+                    count += 1
+        if count == 0:
+            return
+        for ch in prange(chunks):
+            hist = np.empty(top + 2, dtype=np.int64)
+            for x in range(ch, count, chunks):
+                r = todo[x]
+                if c[r] > 0:
+                    b = row_owner[r]
+                    h = _hindex(c, row_base[b], r, row_start, row_deg, nbr, hist)
+                    if h < c[r]:
+                        c[r] = h
+                        changed[b] = 1
+        for b in range(nb):
+            active[b] = changed[b]
+            changed[b] = 0
 
 
 @njit(cache=True)
 def _peel(e0, ne, stop_level, row_start, row_deg, nbr, eid, el_i, el_j, r0, sup, state, queue):
-    """Support of every edge of one ego-network, then level peeling of levels 0 .. stop_level-1
+    """Level peeling of levels 0 .. stop_level-1 of one ego-network, from the supports in sup
     (levels without edges skipped): edges left ALIVE have trussness >= stop_level + 2; a DEAD
     edge's sup is its level (trussness - 2)."""
     for e in range(e0, e0 + ne):
-        ri = r0 + el_i[e]
-        rj = r0 + el_j[e]
-        sup[e] = intersect_count(nbr, row_start[ri], row_start[ri] + row_deg[ri], row_start[rj],
-                                 row_start[rj] + row_deg[rj])
         state[e] = ALIVE
     removed = 0
     level = 0
@@ -290,8 +322,7 @@ def _score_ego(model, k, stop_level, b, row_base, edge_base, row_start, row_deg,
             for x in range(row_start[r], row_start[r] + row_deg[r]):
                 if nbr[x] > i:
                     _union(parent, r, r0 + nbr[x])
-    elif model == CORE:
-        _coreness(r0, r1, row_start, row_deg, nbr, aux)
+    elif model == CORE:  # aux holds the coreness (coreness_batch)
         for r in range(r0, r1):
             i = r - r0
             if aux[r] >= k:
@@ -333,10 +364,10 @@ def _score_ego(model, k, stop_level, b, row_base, edge_base, row_start, row_deg,
 
 
 @njit(parallel=True, cache=True)
-def score_batch(model, k, stop_level, order, row_base, edge_base, row_start, row_deg, nbr, eid, el_i, el_j, sup,
-                state, queue, parent, aux, score):
-    """score[b] for every ego-network of the batch, in ``order`` (largest first), in parallel."""
-    for t in prange(order.shape[0]):
-        b = order[t]
+def score_batch(model, k, stop_level, row_base, edge_base, row_start, row_deg, nbr, eid, el_i, el_j, sup, state,
+                queue, parent, aux, score):
+    """score[b] for every ego-network of the batch (largest first), in parallel over ego-networks.
+    Truss needs the supports (edge_supports_batch) and core the coreness in aux (coreness_batch)."""
+    for b in prange(score.shape[0]):
         score[b] = _score_ego(model, k, stop_level, b, row_base, edge_base, row_start, row_deg, nbr, eid, el_i,
                               el_j, sup, state, queue, parent, aux)

@@ -1,6 +1,6 @@
 """The batch arena: the ego-networks of a batch of vertices side by side (one layout, both backends).
 
-A batch holds B vertices v_0 .. v_{B-1}. Ego-network b has ``d_b = d(v_b)`` local vertices (the
+A batch holds B vertices v_0 .. v_{B-1}, largest ego-network first. Ego-network b has ``d_b = d(v_b)`` local vertices (the
 neighbours of v_b, local id i = position in v_b's sorted row, so local ids keep the global order)
 and ``E_b = |E(G_{v_b})|`` edges; both are known before the build from the edge supports. Its
 rows are the flat rows ``row_base[b] .. row_base[b+1]-1`` (row r = row_base[b] + i), its local
@@ -40,11 +40,11 @@ SLOTS = (("nbr", np.int32),)
 TRUSS_SLOTS = (("eid", np.int32),)
 TRUSS_EDGES = (("el_i", np.int32), ("el_j", np.int32), ("sup", np.int32), ("state", np.uint8),
                ("curr", np.int32), ("next", np.int32))
-#: per ego-network: vertex, row_base, edge_base, order, score
+#: per ego-network: vertex, row_base, edge_base, flags, score
 PER_EGO_BYTES = 4 + 8 + 8 + 4 + 4
 #: edge states of the truss peeling (sds_common.cuh uses the same values)
 ALIVE, CURR, NEXT, DEAD = 0, 1, 2, 3
-#: flat rows are int32 (parent labels)
+#: flat rows and edges are int32 (parent labels, queues)
 MAX_ROWS = 2**31 - 1
 
 
@@ -69,12 +69,16 @@ def ego_bytes(model: str, degree, edges) -> np.ndarray:
 
 @dataclass
 class Batch:
-    """The host description of one batch (the arena arrays live on the engine's device)."""
+    """The host description of one batch (the arena arrays live on the engine's device).
 
-    vertices: np.ndarray  # int32 [B]
+    Ego-networks are stored largest first (by d + |E|): the giant ones form a prefix of the arena
+    that whole-device kernels can sweep. ``source[b]`` is the position of ego-network b's vertex in
+    the list the batch was made from."""
+
+    vertices: np.ndarray  # int32 [B], largest ego-network first
     row_base: np.ndarray  # int64 [B+1]
     edge_base: np.ndarray  # int64 [B+1]
-    order: np.ndarray  # int32 [B]: processing order, largest ego-network first
+    source: np.ndarray  # int64 [B]
 
     @property
     def size(self) -> int:
@@ -88,21 +92,27 @@ class Batch:
     def edges(self) -> int:
         return int(self.edge_base[-1])
 
+    def giants(self, min_edges: int) -> int:
+        """Number of leading ego-networks with at least ``min_edges`` edges."""
+        return int(np.count_nonzero(np.diff(self.edge_base) >= min_edges))
+
 
 def make_batch(vertices, degree: np.ndarray, ego_edges: np.ndarray) -> Batch:
     """The layout of the ego-networks of ``vertices`` (internal ids; ``degree``/``ego_edges`` per vertex)."""
     vertices = np.ascontiguousarray(vertices, dtype=np.int32)
     d = np.asarray(degree, dtype=np.int64)[vertices]
     e = np.asarray(ego_edges, dtype=np.int64)[vertices]
+    source = np.argsort(-(e + d), kind="stable")
+    vertices, d, e = vertices[source], d[source], e[source]
     row_base = np.zeros(vertices.size + 1, dtype=np.int64)
     np.cumsum(d, out=row_base[1:])
     edge_base = np.zeros(vertices.size + 1, dtype=np.int64)
     np.cumsum(e, out=edge_base[1:])
-    if row_base[-1] > MAX_ROWS:
-        raise OutOfMemoryError(f"a batch of {vertices.size:,} ego-networks has {int(row_base[-1]):,} rows, "
-                               f"above the {MAX_ROWS:,} one arena can index; use a smaller --memory-budget")
-    order = np.argsort(-(e + d), kind="stable").astype(np.int32)
-    return Batch(vertices, row_base, edge_base, order)
+    if row_base[-1] > MAX_ROWS or edge_base[-1] > MAX_ROWS:
+        raise OutOfMemoryError(f"a batch of {vertices.size:,} ego-networks has {int(row_base[-1]):,} rows and "
+                               f"{int(edge_base[-1]):,} edges, above the {MAX_ROWS:,} one arena can index; use a "
+                               f"smaller --memory-budget")
+    return Batch(vertices, row_base, edge_base, source.astype(np.int64))
 
 
 def pack(candidates: np.ndarray, start: int, count: int, sizes: np.ndarray, budget: int, where: str) -> int:

@@ -145,6 +145,7 @@ class Engine(ABC):
         self.batch = batch
 
     def score_loaded(self, model: str, k: int) -> np.ndarray:
+        """Scores of the loaded batch's ego-networks, in batch order (``batch.vertices``)."""
         if self.batch is None:
             raise RuntimeError("score_loaded: no batch loaded")
         return self._score(model, k, truss_stop_level(k) if model == "truss" else 0)
@@ -168,7 +169,7 @@ class Engine(ABC):
             level = self._host("sup")
             for b in range(batch.size):
                 e0, e1 = int(batch.edge_base[b]), int(batch.edge_base[b + 1])
-                out[start + b] = int(level[e0:e1].max()) + 2 if e1 > e0 else 0
+                out[start + batch.source[b]] = int(level[e0:e1].max()) + 2 if e1 > e0 else 0
             start = end
         return out
 
@@ -195,9 +196,13 @@ class Engine(ABC):
         start = 0
         while start < vertices.size:
             end = pack(vertices, start, MAX_BATCH, sizes, self.arena_budget, f"sds {model} k={k}")
-            self.load(self.new_batch(vertices[start:end]), model)
-            scores[start:end] = self.score_loaded(model, k)
+            batch = self.new_batch(vertices[start:end])
+            self.load(batch, model)
+            scores[start + batch.source] = self.score_loaded(model, k)
             if contexts:
-                found += self.contexts_loaded()
+                chunk = [None] * batch.size
+                for b, ctx in enumerate(self.contexts_loaded()):
+                    chunk[batch.source[b]] = ctx
+                found += chunk
             start = end
         return (scores, found) if contexts else scores
