@@ -38,20 +38,37 @@ def lower_bound(a, lo, hi, x):
     return lo
 
 
+#: a sorted list this many times longer than the other is searched (galloping); otherwise both are merged
+GALLOP = 16
+
+
 @njit(inline="always", cache=True)
 def intersect_count(a, a0, a1, b0, b1):
-    """|a[a0:a1] & a[b0:b1]| for two ascending ranges of one array."""
+    """|a[a0:a1] & a[b0:b1]| for two ascending ranges of one array: a merge, or binary searches of
+    the shorter range's entries in the longer one when it is GALLOP times longer."""
     if a1 - a0 > b1 - b0:
         a0, a1, b0, b1 = b0, b1, a0, a1
     c = 0
-    lo = b0
-    for x in range(a0, a1):
-        lo = lower_bound(a, lo, b1, a[x])
-        if lo == b1:
-            break
-        if a[lo] == a[x]:
+    if (b1 - b0) > GALLOP * (a1 - a0):
+        lo = b0
+        for x in range(a0, a1):
+            lo = lower_bound(a, lo, b1, a[x])
+            if lo == b1:
+                break
+            if a[lo] == a[x]:
+                c += 1
+                lo += 1
+        return c
+    x, y = a0, b0
+    while x < a1 and y < b1:
+        if a[x] < a[y]:
+            x += 1
+        elif a[x] > a[y]:
+            y += 1
+        else:
             c += 1
-            lo += 1
+            x += 1
+            y += 1
     return c
 
 
@@ -104,7 +121,7 @@ def gather_rows(indptr, sup, vertices, row_base, row_deg, row_owner):
 @njit(parallel=True, cache=True)
 def fill_rows(indptr, adj, vertices, row_base, row_owner, row_start, row_deg, nbr, row_lower, errors):
     """Row r (local vertex i of ego b, global u): the local ids of N(u) & N(v_b), ascending, and
-    how many are < i. The shorter of the two lists is scanned, the other searched."""
+    how many are < i (merge, or galloping searches when one list is much longer)."""
     for r in prange(row_owner.shape[0]):
         b = row_owner[r]
         v = vertices[b]
@@ -114,32 +131,44 @@ def fill_rows(indptr, adj, vertices, row_base, row_owner, row_start, row_deg, nb
         u0, u1 = indptr[u], indptr[u + 1]
         pos = row_start[r]
         lower = 0
-        if u1 - u0 <= v1 - v0:
+        du, dv = u1 - u0, v1 - v0
+        if dv > GALLOP * du:  # search N(u)'s entries in N(v)
             lo = v0
             for x in range(u0, u1):
                 lo = lower_bound(adj, lo, v1, adj[x])
                 if lo == v1:
                     break
                 if adj[lo] == adj[x]:
-                    j = lo - v0
-                    nbr[pos] = j
+                    nbr[pos] = lo - v0
                     pos += 1
-                    if j < i:
-                        lower += 1
                     lo += 1
-        else:
+        elif du > GALLOP * dv:  # search N(v)'s entries in N(u)
             lo = u0
             for y in range(v0, v1):
                 lo = lower_bound(adj, lo, u1, adj[y])
                 if lo == u1:
                     break
                 if adj[lo] == adj[y]:
-                    j = y - v0
-                    nbr[pos] = j
+                    nbr[pos] = y - v0
                     pos += 1
-                    if j < i:
-                        lower += 1
                     lo += 1
+        else:  # merge
+            x, y = u0, v0
+            while x < u1 and y < v1:
+                if adj[x] < adj[y]:
+                    x += 1
+                elif adj[x] > adj[y]:
+                    y += 1
+                else:
+                    nbr[pos] = y - v0
+                    pos += 1
+                    x += 1
+                    y += 1
+        for x in range(row_start[r], pos):
+            if nbr[x] < i:
+                lower += 1
+            else:
+                break
         row_lower[r] = lower
         if pos - row_start[r] != row_deg[r]:
             errors[0] = 1
