@@ -19,6 +19,7 @@ from gpucore.sds import make_engine, run_sds, simple_graph
 from gpucore.sds.bounds import MODELS
 from gpucore.sds.emulated import emulated_engine
 from gpucore.sds.layout import arena_fields
+from gpucore.sds.simple import SimpleGraph
 from tests.sds_graphs import small_graphs, to_graph
 from tests.test_sds_exact import cliques_at_hubs
 
@@ -142,6 +143,16 @@ def test_real_graph_with_deep_egonets(shared_data, tmp_path):
 def test_kernel_errors_are_reported():
     g = GRAPHS["karate"]
     sg = simple_graph(to_graph(g))
+    rows = [list(sg.adj[sg.indptr[v]:sg.indptr[v + 1]]) for v in range(sg.n)]
+    absent = [x for x in range(1, sg.n) if x not in rows[0]][:2]
+    rows[absent[0]] = sorted(rows[absent[0]] + [0])  # (x, 0) without (0, x): the CPU's mirror misses
+    rows[0] = sorted(rows[0] + [absent[1]])  # (0, y) without (y, 0): the GPU's mirror misses
+    indptr = np.zeros(sg.n + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=indptr[1:])
+    lopsided = SimpleGraph(sg.n, indptr, np.concatenate(rows).astype(np.int32), sg.original_id, False)
+    for eng in (emulated_engine(lopsided), make_engine(lopsided, "cpu", memory_budget=1 << 30)):
+        with pytest.raises(GpucoreError, match="not symmetric"):
+            eng.prepare()
     emu = emulated_engine(sg, score_threads=48)  # not whole warps
     emu.prepare()
     with pytest.raises(GpucoreError, match="whole number of warps"):

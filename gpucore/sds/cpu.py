@@ -35,8 +35,11 @@ class CpuEngine(Engine):
 
     def _supports(self) -> None:
         self.sup = np.empty(self.adj.shape[0], dtype=np.int32)
+        errors = np.zeros(1, dtype=np.int32)
         with numba.parallel_chunksize(CHUNK):
-            K.edge_supports(self.indptr, self.adj, self.sup)
+            K.edge_supports(self.indptr, self.adj, self.sup, errors)
+        if errors[0]:
+            raise GpucoreError("sds: an edge (u, v) has no slot (v, u): the graph's CSR is not symmetric")
 
     def _counts(self, threshold: int):
         count = np.empty(self.n, dtype=np.int64)

@@ -23,6 +23,7 @@ from gpucore.sds.primitives import Engine
 ERRORS = {
     0: "an ego-network row did not hold as many entries as its support (corrupt graph: rows not sorted?)",
     1: "sds_score was launched with a block that is not a whole number of warps",
+    2: "an edge (u, v) has no slot (v, u): the graph's CSR is not symmetric",
 }
 #: threads per block of the block-per-ego-network kernel (the paper's Fig. 1 shows a block per ego)
 SCORE_THREADS = 256
@@ -86,7 +87,9 @@ class CudaEngine(Engine):
         self.sup = self.backend.zeros(max(slots, 1), np.int32, what="edge supports")
         if slots:
             self._kernel("sds_graph", "sds_supports")(*self._grid(-(-slots // 32), True),
-                                                      (self.indptr, self.adj, _i64(self.n), _i64(slots), self.sup))
+                                                      (self.indptr, self.adj, _i64(self.n), _i64(slots), self.sup,
+                                                       self.errors))
+            self._check_errors()
 
     def _counts(self, threshold: int):
         be = self.backend

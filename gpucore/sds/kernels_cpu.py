@@ -74,8 +74,9 @@ def intersect_count(a, a0, a1, b0, b1):
 
 # ---- global: supports and per-vertex counts ------------------------------------------------------
 @njit(parallel=True, cache=True)
-def edge_supports(indptr, adj, sup):
-    """sup[s] = |N(u) & N(v)| for every slot s = (u, v); computed where u < v, then mirrored."""
+def edge_supports(indptr, adj, sup, errors):
+    """sup[s] = |N(u) & N(v)| for every slot s = (u, v); computed where u < v, then mirrored
+    (errors[0] = 1 when a slot has no mirror: the CSR is not symmetric)."""
     n = indptr.shape[0] - 1
     for u in prange(n):
         a0, a1 = indptr[u], indptr[u + 1]
@@ -87,7 +88,11 @@ def edge_supports(indptr, adj, sup):
         for s in range(indptr[u], indptr[u + 1]):
             v = adj[s]
             if v < u:
-                sup[s] = sup[lower_bound(adj, indptr[v], indptr[v + 1], u)]
+                p = lower_bound(adj, indptr[v], indptr[v + 1], u)
+                if p < indptr[v + 1] and adj[p] == u:
+                    sup[s] = sup[p]
+                else:
+                    errors[0] = 1
 
 
 @njit(parallel=True, cache=True)

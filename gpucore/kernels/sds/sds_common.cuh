@@ -23,6 +23,7 @@
 // errors[] slots (the host raises on any nonzero entry)
 #define SDS_ERR_ROW 0    // an ego-network row did not hold as many entries as its support
 #define SDS_ERR_BLOCK 1  // a block-per-ego kernel was launched with a block that is not whole warps
+#define SDS_ERR_MIRROR 2 // an edge (u, v) has no slot (v, u): the CSR is not symmetric
 
 // First position p in [lo, hi) with a[p] >= x (hi if none); a[lo:hi] ascending.
 __device__ __forceinline__ gc_i64 sds_lower_bound(const int* __restrict__ a, gc_i64 lo, gc_i64 hi, int x) {

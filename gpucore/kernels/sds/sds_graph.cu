@@ -10,7 +10,7 @@
 #include "sds_common.cuh"
 
 extern "C" __global__ void sds_supports(const gc_i64* __restrict__ indptr, const int* __restrict__ adj, gc_i64 n,
-                                        gc_i64 slots, int* __restrict__ sup) {
+                                        gc_i64 slots, int* __restrict__ sup, int* __restrict__ errors) {
     const int lane = threadIdx.x & 31;
     const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
     for (gc_i64 tile = (((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 32; tile < slots; tile += warps * 32) {
@@ -28,7 +28,11 @@ extern "C" __global__ void sds_supports(const gc_i64* __restrict__ indptr, const
             const int c = sds_warp_intersect_count(adj, indptr[u], indptr[u + 1], indptr[v], indptr[v + 1]);
             if (lane == 0) {
                 sup[tile + x] = c;
-                sup[sds_find(adj, indptr[v], indptr[v + 1], u)] = c;
+                const gc_i64 mirror = sds_find(adj, indptr[v], indptr[v + 1], u);
+                if (mirror >= 0)
+                    sup[mirror] = c;
+                else
+                    errors[SDS_ERR_MIRROR] = 1;
             }
         }
     }
