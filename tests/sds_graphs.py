@@ -39,6 +39,14 @@ def small_graphs() -> dict[str, nx.Graph]:
         base += size
     g.add_edges_from([(base - 1, base - 6), (base, 0), (base + 1, 0)])
     out["hub"] = nx.convert_node_labels_to_integers(g)
+    # a hub of degree 120 over 40 triangles and a few chords: lists 16x longer than others, so the
+    # intersections search (gallop) instead of merging
+    g = nx.Graph()
+    for c in range(40):
+        a, b, x = 1 + 3 * c, 2 + 3 * c, 3 + 3 * c
+        g.add_edges_from([(a, b), (b, x), (a, x), (0, a), (0, b), (0, x)])
+    g.add_edges_from((1 + 3 * c, 4 + 3 * c) for c in range(0, 39, 3))
+    out["star"] = g
     for name, h in out.items():
         out[name] = nx.convert_node_labels_to_integers(h)
     return out

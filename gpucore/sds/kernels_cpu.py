@@ -123,6 +123,23 @@ def gather_rows(indptr, sup, vertices, row_base, row_deg, row_owner):
             row_owner[r0 + i] = b
 
 
+@njit(inline="always", cache=True)
+def _gallop_into(adj, s0, s1, t0, t1, v0, search_is_v, nbr, pos):
+    """Search every entry of adj[s0:s1] in adj[t0:t1] (a moving lower bound); for each common
+    entry write its local id (its position in N(v), which starts at v0: in the searched range when
+    ``search_is_v``, else in the scanned one) at nbr[pos], pos += 1. Returns pos."""
+    lo = t0
+    for x in range(s0, s1):
+        lo = lower_bound(adj, lo, t1, adj[x])
+        if lo == t1:
+            break
+        if adj[lo] == adj[x]:
+            nbr[pos] = (lo if search_is_v else x) - v0
+            pos += 1
+            lo += 1
+    return pos
+
+
 @njit(parallel=True, cache=True)
 def fill_rows(indptr, adj, vertices, row_base, row_owner, row_start, row_deg, nbr, row_lower, errors):
     """Row r (local vertex i of ego b, global u): the local ids of N(u) & N(v_b), ascending, and
@@ -138,25 +155,9 @@ def fill_rows(indptr, adj, vertices, row_base, row_owner, row_start, row_deg, nb
         lower = 0
         du, dv = u1 - u0, v1 - v0
         if dv > GALLOP * du:  # search N(u)'s entries in N(v)
-            lo = v0
-            for x in range(u0, u1):
-                lo = lower_bound(adj, lo, v1, adj[x])
-                if lo == v1:
-                    break
-                if adj[lo] == adj[x]:
-                    nbr[pos] = lo - v0
-                    pos += 1
-                    lo += 1
+            pos = _gallop_into(adj, u0, u1, v0, v1, v0, True, nbr, pos)
         elif du > GALLOP * dv:  # search N(v)'s entries in N(u)
-            lo = u0
-            for y in range(v0, v1):
-                lo = lower_bound(adj, lo, u1, adj[y])
-                if lo == u1:
-                    break
-                if adj[lo] == adj[y]:
-                    nbr[pos] = y - v0
-                    pos += 1
-                    lo += 1
+            pos = _gallop_into(adj, v0, v1, u0, u1, v0, False, nbr, pos)
         else:  # merge
             x, y = u0, v0
             while x < u1 and y < v1:
