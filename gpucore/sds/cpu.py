@@ -18,7 +18,8 @@ from gpucore.sds.bounds import MODEL_CODE
 from gpucore.sds.layout import Batch, arena_fields, check_slots
 from gpucore.sds.primitives import Engine
 
-#: iterations handed to a thread at a time in the per-vertex and per-ego-network loops
+#: iterations handed to a thread at a time in the loops over vertices, rows and edges (the batch
+#: is stored largest ego-network first, so equal static shares would be very unequal in work)
 CHUNK = 16
 
 
@@ -59,18 +60,18 @@ class CpuEngine(Engine):
         self.arena = a
         with numba.parallel_chunksize(CHUNK):
             K.gather_rows(self.indptr, self.sup, batch.vertices, batch.row_base, a["row_deg"], a["row_owner"])
-        _exclusive_cumsum(a["row_deg"], a["row_start"])
-        if batch.rows:
-            check_slots(int(a["row_start"][-1] + a["row_deg"][-1]), batch)
-        errors = np.zeros(1, dtype=np.int32)
-        K.fill_rows(self.indptr, self.adj, batch.vertices, batch.row_base, a["row_owner"], a["row_start"],
-                    a["row_deg"], a["nbr"], a["row_lower"], errors)
-        if errors[0]:
-            raise GpucoreError("sds: an ego-network row did not match its support (corrupt graph: rows not sorted?)")
-        if model == "truss":
-            _exclusive_cumsum(a["row_deg"] - a["row_lower"], a["row_edge"])
-            K.edge_ids(a["row_owner"], batch.row_base, batch.edge_base, a["row_start"], a["row_deg"], a["row_lower"],
-                       a["row_edge"], a["nbr"], a["eid"], a["el_i"], a["el_j"])
+            _exclusive_cumsum(a["row_deg"], a["row_start"])
+            if batch.rows:
+                check_slots(int(a["row_start"][-1] + a["row_deg"][-1]), batch)
+            errors = np.zeros(1, dtype=np.int32)
+            K.fill_rows(self.indptr, self.adj, batch.vertices, batch.row_base, a["row_owner"], a["row_start"],
+                        a["row_deg"], a["nbr"], a["row_lower"], errors)
+            if errors[0]:
+                raise GpucoreError("sds: an ego-network row did not match its support (corrupt graph: rows not sorted?)")
+            if model == "truss":
+                _exclusive_cumsum(a["row_deg"] - a["row_lower"], a["row_edge"])
+                K.edge_ids(a["row_owner"], batch.row_base, batch.edge_base, a["row_start"], a["row_deg"],
+                           a["row_lower"], a["row_edge"], a["nbr"], a["eid"], a["el_i"], a["el_j"])
 
     def _score(self, model: str, k: int, stop_level: int) -> np.ndarray:
         a, batch = self.arena, self.batch
@@ -79,8 +80,9 @@ class CpuEngine(Engine):
             ("eid", np.int32), ("el_i", np.int32), ("el_j", np.int32), ("sup", np.int32), ("state", np.uint8),
             ("curr", np.int32))]
         if model == "truss" and stop_level > 0 and batch.edges:
-            K.edge_supports_batch(batch.row_base, batch.edge_base, a["row_start"], a["row_deg"], a["nbr"], a["el_i"],
-                                  a["el_j"], a["sup"])
+            with numba.parallel_chunksize(CHUNK):
+                K.edge_supports_batch(batch.row_base, batch.edge_base, a["row_start"], a["row_deg"], a["nbr"],
+                                      a["el_i"], a["el_j"], a["sup"])
         if model == "core" and batch.rows:
             K.coreness_batch(batch.row_base, a["row_owner"], a["row_start"], a["row_deg"], a["nbr"], a["aux"],
                              8 * numba.get_num_threads())

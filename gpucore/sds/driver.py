@@ -91,14 +91,15 @@ def preferred_batch(engine: Engine) -> int:
 def run_sds(graph, model: str, k: int, t: int, *, backend="auto", threads: int | None = None,
             memory_budget: int | None = None, bound: str = "support", first_batch: int | None = None,
             engine: Engine | None = None) -> dict:
-    """Top-t search; returns the JSON-ready result of kind ``sds`` (``docs/sds.md``)."""
+    """Top-t search; returns the JSON-ready result of kind ``sds`` (``docs/sds.md``). An ``engine``
+    (``make_engine`` on this graph's simple graph) may be passed to reuse its supports."""
     t_start = time.perf_counter()
     model, k, t = validate(int(graph.n), model, k, t, bound)
     if first_batch is not None and _int(first_batch, "batch") < 1:
         raise GpucoreError(f"--batch {first_batch}: must be >= 1")
-    sg = simple_graph(graph)
     if engine is None:
-        engine = make_engine(sg, backend, threads, memory_budget)
+        engine = make_engine(simple_graph(graph), backend, threads, memory_budget)
+    sg = engine.sg
     engine.backend.reset_peak()
     phases = Phases(PHASES, sync=engine.synchronize)
     phases.seconds["graph"] = time.perf_counter() - t_start

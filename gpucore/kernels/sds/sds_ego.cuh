@@ -58,7 +58,7 @@ __device__ __forceinline__ void sds_union_row(const sds_arena& a, int model, int
 // aux >= h. Returns (on every lane) whether it lowered aux[r].
 __device__ __forceinline__ bool sds_hindex_row(const sds_arena& a, int r, int r0) {
     const int lane = threadIdx.x & 31;
-    const int cr = a.aux[r];
+    const int cr = __shfl_sync(SDS_FULL, a.aux[r], 0);  // one value for the whole warp
     if (cr == 0) return false;
     const gc_i64 s0 = a.row_start[r], s1 = s0 + a.row_deg[r];
     int lo = 0, hi = cr, probe = cr;
