@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import statistics
 import sys
@@ -42,7 +41,8 @@ from benchmarks.bench_common import GRAPH_CACHE, build_graph, cpu_facts, git_com
 MODELS = ("comp", "core", "truss")
 #: the paper's Table 2 (seconds): CPU-Div, MCPU-Div (6 threads), GPU-Div (1 V100), MGPU-Div-D (4 V100)
 PAPER = {
-    "wiki-vote": {"comp": (2.93, 2.08, 1.95, 1.81), "core": (3.54, 2.93, 2.88, 2.57), "truss": (8.91, 6.78, 4.75, 3.38)},
+    "wiki-vote": {"comp": (2.93, 2.08, 1.95, 1.81), "core": (3.54, 2.93, 2.88, 2.57),
+                  "truss": (8.91, 6.78, 4.75, 3.38)},
     "epinions": {"comp": (9.79, 7.59, 5.83, 3.92), "core": (16.43, 12.34, 10.38, 7.54),
                  "truss": (34.83, 25.27, 19.69, 12.31)},
     "gowalla": {"comp": (17.99, 12.32, 8.21, 3.63), "core": (25.9, 14.5, 9.7, 3.92), "truss": (54.7, 38.4, 28.9, 16.5)},
@@ -63,6 +63,8 @@ GRAPHS = {
 }
 #: never assume a parallel efficiency better than this when projecting 1-thread times
 MIN_EFFICIENCY = 0.75
+#: never assume the parallel CPU less than this many times slower than the GPU when projecting
+CPU_OVER_GPU = 5.0
 
 
 def log(msg: str) -> None:
@@ -128,7 +130,7 @@ class Bench:
         base = {"cpu": "gpu", "cpu1": "cpu"}.get(mode)
         if base is None or "seconds" not in cell.get(base, {}):
             return None
-        floor = 1.0 if mode == "cpu" else MIN_EFFICIENCY * self.args.cpu_threads
+        floor = CPU_OVER_GPU if mode == "cpu" else MIN_EFFICIENCY * self.args.cpu_threads
         return cell[base]["seconds"] * max(self.ratio.get((base, mode), floor), floor)
 
     def cell(self, part: str, key: str, graph, model: str, k: int, t: int, modes) -> dict:

@@ -203,3 +203,17 @@ def test_tau_ego_is_tau_g_minus_one(shared_data, tmp_path, name):
     assert not _truss_edges(og.n, li, lj, tau_ego + 2).any()
     if paper is not None:
         assert tau_ego == paper
+
+
+def test_batches_respect_the_index_limits(monkeypatch):
+    """Batches also stop before their rows or edges overflow the arena's int32 indices."""
+    import gpucore.sds.layout as layout
+
+    g = cliques_at_hubs(12)
+    graph = to_graph(g)
+    ref = run_sds(graph, "core", 3, 8, backend="cpu")
+    monkeypatch.setattr(layout, "MAX_ROWS", 200)
+    got = run_sds(graph, "core", 3, 8, backend="cpu", first_batch=1000)
+    assert got["top"] == ref["top"] and got["batches"] > ref["batches"]
+    with pytest.raises(OutOfMemoryError):
+        layout.make_batch(np.arange(graph.n), *make_engine(simple_graph(graph), "cpu").ego_sizes())

@@ -67,7 +67,8 @@ class CpuEngine(Engine):
             K.fill_rows(self.indptr, self.adj, batch.vertices, batch.row_base, a["row_owner"], a["row_start"],
                         a["row_deg"], a["nbr"], a["row_lower"], errors)
             if errors[0]:
-                raise GpucoreError("sds: an ego-network row did not match its support (corrupt graph: rows not sorted?)")
+                raise GpucoreError("sds: an ego-network row did not match its support "
+                                   "(corrupt graph: rows not sorted?)")
             if model == "truss":
                 _exclusive_cumsum(a["row_deg"] - a["row_lower"], a["row_edge"])
                 K.edge_ids(a["row_owner"], batch.row_base, batch.edge_base, a["row_start"], a["row_deg"],

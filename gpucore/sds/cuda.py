@@ -1,5 +1,6 @@
 """CUDA backend of structural diversity search: CuPy arrays in the layout of ``gpucore.sds.layout``
-and the kernels of ``gpucore/kernels/sds`` (``sds_graph.cu``, ``sds_build.cu``, ``sds_score.cu``).
+and the kernels of ``gpucore/kernels/sds`` (``sds_graph.cu``, ``sds_build.cu``, ``sds_score.cu``,
+``sds_flat.cu``; the steps of one ego-network in ``sds_ego.cuh``).
 
 Per run: the CSR goes to the device once; ``sds_supports`` (a warp per 32 slots, warp-cooperative
 sorted-list intersections) gives every edge's support, ``sds_counts`` the per-vertex counts for the
@@ -7,8 +8,10 @@ bounds and sizes, and the candidates are ranked on the device (``ranking.candida
 CuPy). Per batch: ``sds_gather_rows`` (a warp per ego-network), a CuPy prefix sum, ``sds_fill_rows``
 (a warp per local vertex: the sorted local lists), for truss a second prefix sum and
 ``sds_edge_ids``, then ``sds_score`` (a block per ego-network, blocks pulling the next one from a
-counter, largest first). Only the batch's scores (and, for the answers, the context labels)
-come back to the host. The scores equal the CPU backend's (``tests/gpu/test_sds_cuda.py``).
+counter, largest first), except for the giant ego-networks (at least ``GIANT_EDGES`` edges, stored
+first): those are scored by ``sds_flat.cu``, every step a whole-device launch, the host driving the
+H-index rounds, truss levels and PKT sub-rounds. Only the batch's scores (and, for the answers,
+the context labels) come back to the host. The scores equal the CPU backend's (``tests/gpu/test_sds_cuda.py``).
 """
 
 from __future__ import annotations
@@ -117,23 +120,24 @@ class CudaEngine(Engine):
         if batch.rows == 0:
             return
         self._kernel("sds_build", "sds_gather_rows")(
-            *self._grid(batch.size, True), (self.indptr, self.sup, self.ego["vertices"], _i64(batch.size),
-                                    self.ego["row_base"], a["row_deg"], a["row_owner"]))
+            *self._grid(batch.size, True),
+            (self.indptr, self.sup, self.ego["vertices"], _i64(batch.size), self.ego["row_base"], a["row_deg"],
+             a["row_owner"]))
         deg = a["row_deg"][:batch.rows]
         a["row_start"][:batch.rows] = xp.cumsum(deg, dtype=xp.int64) - deg
         check_slots(int(a["row_start"][batch.rows - 1] + deg[batch.rows - 1]), batch)
         self._kernel("sds_build", "sds_fill_rows")(
-            *self._grid(batch.rows, True), (self.indptr, self.adj, self.ego["vertices"], self.ego["row_base"],
-                                    a["row_owner"], a["row_start"], a["row_deg"], _i64(batch.rows), a["nbr"],
-                                    a["row_lower"], self.errors))
+            *self._grid(batch.rows, True),
+            (self.indptr, self.adj, self.ego["vertices"], self.ego["row_base"], a["row_owner"], a["row_start"],
+             a["row_deg"], _i64(batch.rows), a["nbr"], a["row_lower"], self.errors))
         self._check_errors()
         if model == "truss":
             up = deg - a["row_lower"][:batch.rows]
             a["row_edge"][:batch.rows] = xp.cumsum(up, dtype=xp.int64) - up
             self._kernel("sds_build", "sds_edge_ids")(
-                *self._grid(batch.rows, True), (a["row_owner"], self.ego["row_base"], self.ego["edge_base"], a["row_start"],
-                                        a["row_deg"], a["row_lower"], a["row_edge"], _i64(batch.rows), a["nbr"],
-                                        a["eid"], a["el_i"], a["el_j"]))
+                *self._grid(batch.rows, True),
+                (a["row_owner"], self.ego["row_base"], self.ego["edge_base"], a["row_start"], a["row_deg"],
+                 a["row_lower"], a["row_edge"], _i64(batch.rows), a["nbr"], a["eid"], a["el_i"], a["el_j"]))
 
     def _score(self, model: str, k: int, stop_level: int) -> np.ndarray:
         be, a, batch = self.backend, self.arena, self.batch

@@ -81,11 +81,12 @@ def make_engine(sg: SimpleGraph, backend="auto", threads: int | None = None,
 
 
 def preferred_batch(engine: Engine) -> int:
-    """Ego-networks of the first batch: enough to keep the device busy."""
+    """Ego-networks of the first batch: enough for every SM (8 blocks each) or core (16 tasks each);
+    the largest ego-networks come first, so a first batch far beyond the stopping point is costly."""
     info = engine.device_info()
     if engine.backend.is_cuda:
-        return 16 * int(info.get("sm_count", 80)) * 8
-    return 64 * int(info.get("numba_threads") or 1)
+        return 8 * int(info.get("sm_count", 80))
+    return 16 * int(info.get("numba_threads") or 1)
 
 
 def run_sds(graph, model: str, k: int, t: int, *, backend="auto", threads: int | None = None,
@@ -111,7 +112,7 @@ def run_sds(graph, model: str, k: int, t: int, *, backend="auto", threads: int |
         ranking = engine.rank(model, k, bound)
     degree, ego_edges = engine.ego_sizes()
     cands, cand_bound = ranking.candidates, ranking.candidate_bound
-    sizes = engine.batch_bytes(model, cands)
+    sizes = engine.packing(model, cands)
 
     top = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     scored_v, scored_s = [], []
@@ -121,10 +122,11 @@ def run_sds(graph, model: str, k: int, t: int, *, backend="auto", threads: int |
         limit = cands.size
         if top[1].size >= t:  # only vertices whose bound reaches the t-th score can still enter
             limit = int(np.searchsorted(-cand_bound, -int(top[1][t - 1]), side="right"))
-        end = pack(cands, pos, min(count, MAX_BATCH, limit - pos), sizes, engine.arena_budget,
-                   f"sds {model} k={k} on {graph.path}")
+        end = pack(cands, pos, min(count, MAX_BATCH, limit - pos), sizes[0], engine.arena_budget,
+                   f"sds {model} k={k} on {graph.path}", *sizes[1:])
         batch = engine.new_batch(cands[pos:end])
-        status(f"sds: batch {batches + 1}: {batch.size:,} ego-networks, {batch.edges:,} edges (bound {cand_bound[pos]})")
+        status(f"sds: batch {batches + 1}: {batch.size:,} ego-networks, {batch.edges:,} edges "
+               f"(bound {cand_bound[pos]})")
         with phases.phase("egonets"):
             engine.load(batch, model)
         with phases.phase("scoring"):

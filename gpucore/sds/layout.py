@@ -1,7 +1,8 @@
 """The batch arena: the ego-networks of a batch of vertices side by side (one layout, both backends).
 
-A batch holds B vertices v_0 .. v_{B-1}, largest ego-network first. Ego-network b has ``d_b = d(v_b)`` local vertices (the
-neighbours of v_b, local id i = position in v_b's sorted row, so local ids keep the global order)
+A batch holds B vertices v_0 .. v_{B-1}, largest ego-network first. Ego-network b has
+``d_b = d(v_b)`` local vertices (the neighbours of v_b, local id i = position in v_b's sorted row,
+so local ids keep the global order)
 and ``E_b = |E(G_{v_b})|`` edges; both are known before the build from the edge supports. Its
 rows are the flat rows ``row_base[b] .. row_base[b+1]-1`` (row r = row_base[b] + i), its local
 edges are the flat edges ``edge_base[b] .. edge_base[b+1]-1``.
@@ -115,15 +116,19 @@ def make_batch(vertices, degree: np.ndarray, ego_edges: np.ndarray) -> Batch:
     return Batch(vertices, row_base, edge_base, source.astype(np.int64))
 
 
-def pack(candidates: np.ndarray, start: int, count: int, sizes: np.ndarray, budget: int, where: str) -> int:
+def pack(candidates: np.ndarray, start: int, count: int, sizes: np.ndarray, budget: int, where: str,
+         degree: np.ndarray | None = None, ego_edges: np.ndarray | None = None) -> int:
     """End of the next batch: at most ``count`` candidates from ``start`` whose arena bytes
-    (``sizes``, per candidate) fit ``budget``; at least one, else ``OutOfMemoryError``."""
+    (``sizes``, per candidate) fit ``budget`` and, given their ``degree`` and ``ego_edges`` (per
+    candidate), whose rows and edges stay within ``MAX_ROWS``; at least one, else ``OutOfMemoryError``."""
     stop = min(len(candidates), start + max(1, int(count)))
-    cum = np.cumsum(sizes[start:stop])
-    end = start + int(np.searchsorted(cum, budget, side="right"))
+    end = start + int(np.searchsorted(np.cumsum(sizes[start:stop]), budget, side="right"))
+    for per in (degree, ego_edges):
+        if per is not None:
+            end = min(end, start + int(np.searchsorted(np.cumsum(per[start:stop]), MAX_ROWS, side="right")))
     if end == start:
         raise OutOfMemoryError(
-            f"{where}: the ego-network of vertex {int(candidates[start])} needs {format_bytes(int(cum[0]))} of "
+            f"{where}: the ego-network of vertex {int(candidates[start])} needs {format_bytes(int(sizes[start]))} of "
             f"buffers but {format_bytes(budget)} is available for them; raise --memory-budget or use a device "
             f"with more memory")
     return end

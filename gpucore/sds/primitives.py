@@ -62,8 +62,8 @@ class Engine(ABC):
         self.fixed = self.fixed_bytes(sg)
         if self.fixed >= self.budget:
             raise OutOfMemoryError(
-                f"structural diversity on {self.n:,} vertices / {sg.m:,} edges needs {format_bytes(self.fixed)} for the "
-                f"graph, its edge supports and bounds, beyond the {format_bytes(self.budget)} available on "
+                f"structural diversity on {self.n:,} vertices / {sg.m:,} edges needs {format_bytes(self.fixed)} "
+                f"for the graph, its edge supports and bounds, beyond the {format_bytes(self.budget)} available on "
                 f"{backend.name}; raise --memory-budget or use a device with more memory")
         self._sizes = None
         self.batch: Batch | None = None
@@ -135,9 +135,11 @@ class Engine(ABC):
         return Ranking(host(bound).astype(np.int64), host(cand).astype(np.int32),
                        host(bound[cand]).astype(np.int64))
 
-    def batch_bytes(self, model: str, vertices) -> np.ndarray:
+    def packing(self, model: str, vertices) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(arena bytes, |V(G_v)|, |E(G_v)|) of each of ``vertices``: the inputs of ``layout.pack``."""
         d, e = self.ego_sizes()
-        return ego_bytes(model, d[vertices], e[vertices])
+        d, e = d[vertices], e[vertices]
+        return ego_bytes(model, d, e), d, e
 
     def load(self, batch: Batch, model: str) -> None:
         self.batch = None
@@ -158,11 +160,11 @@ class Engine(ABC):
         """The largest trussness of an edge of each ego-network (0 without edges): the full PKT
         decomposition (peeling to the last level), as tau_ego in the paper's Table 1."""
         vertices = np.ascontiguousarray(vertices, dtype=np.int32)
-        sizes = self.batch_bytes("truss", vertices)
+        sizes = self.packing("truss", vertices)
         out = np.zeros(vertices.size, dtype=np.int64)
         start = 0
         while start < vertices.size:
-            end = pack(vertices, start, MAX_BATCH, sizes, self.arena_budget, "sds trussness")
+            end = pack(vertices, start, MAX_BATCH, sizes[0], self.arena_budget, "sds trussness", *sizes[1:])
             batch = self.new_batch(vertices[start:end])
             self.load(batch, "truss")
             self._score("truss", 2**30, 2**30)  # stop level beyond any support: every edge peeled
@@ -190,12 +192,12 @@ class Engine(ABC):
     def score(self, vertices, model: str, k: int, contexts: bool = False):
         """Scores of ``vertices`` (int32, given order) and, with ``contexts``, their contexts."""
         vertices = np.ascontiguousarray(vertices, dtype=np.int32)
-        sizes = self.batch_bytes(model, vertices)
+        sizes = self.packing(model, vertices)
         scores = np.zeros(vertices.size, dtype=np.int32)
         found = []
         start = 0
         while start < vertices.size:
-            end = pack(vertices, start, MAX_BATCH, sizes, self.arena_budget, f"sds {model} k={k}")
+            end = pack(vertices, start, MAX_BATCH, sizes[0], self.arena_budget, f"sds {model} k={k}", *sizes[1:])
             batch = self.new_batch(vertices[start:end])
             self.load(batch, model)
             scores[start + batch.source] = self.score_loaded(model, k)

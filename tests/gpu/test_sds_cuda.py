@@ -34,7 +34,8 @@ def graphs(tmp_path_factory):
     """Every shared graph, from $GPUCORE_SHARED_DATA, ./.shared_data or ../shared/data/snap."""
     from gpucore.graph import load_graph, preprocess
 
-    for base in (os.environ.get("GPUCORE_SHARED_DATA"), REPO / ".shared_data", REPO.parent / "shared" / "data" / "snap"):
+    folders = (os.environ.get("GPUCORE_SHARED_DATA"), REPO / ".shared_data", REPO.parent / "shared" / "data" / "snap")
+    for base in folders:
         if base and all((Path(base) / f).is_file() for f in FILES):
             break
     else:
