@@ -51,8 +51,9 @@ def cpu_facts() -> dict:
 
 def build_graph(name: str, spec: dict, shared: Path | None, cache: Path, log=print) -> Path:
     """``cache/name.gcsr``, built once: from ``spec["file"]`` under ``shared`` (``spec["undirected"]``,
-    default directed), or a generated PA graph of ``spec["nodes"]`` nodes and ``spec["edges"]`` arcs
-    (what ``gpucore generate pa --nodes N --edges M --seed 1`` + ``gpucore preprocess`` do)."""
+    default directed), or a generated graph of ``spec["nodes"]`` nodes and ``spec["edges"]`` arcs:
+    ``spec["generator"]`` pa (default) or rmat (what ``gpucore generate KIND --nodes N --edges M --seed 1``
+    + ``gpucore preprocess`` do)."""
     from gpucore.graph import preprocess
 
     cache.mkdir(parents=True, exist_ok=True)
@@ -68,9 +69,10 @@ def build_graph(name: str, spec: dict, shared: Path | None, cache: Path, log=pri
     else:
         from gpucore.graph.generators import generate, write_edge_list
 
-        src, dst = generate("pa", spec["nodes"], spec["edges"], seed=1, reciprocity=0.3)
+        kind = spec.get("generator", "pa")
+        src, dst = generate(kind, spec["nodes"], spec["edges"], seed=1, reciprocity=0.3)
         text = cache / f"{name}.txt"
-        write_edge_list(text, src, dst, f"gpucore generate pa --nodes {spec['nodes']} --edges {spec['edges']} --seed 1")
+        write_edge_list(text, src, dst, f"gpucore generate {kind} --nodes {spec['nodes']} --edges {spec['edges']} --seed 1")
         del src, dst
         try:
             preprocess(text, out, undirected=undirected, weights="wc", seed=1, show_progress=False)

@@ -25,6 +25,7 @@ COMMANDS = {
     "generate": "generate",
     "im": "im",
     "amcss": "amcss",
+    "sds": "sds",
     "verify": "verify",
 }
 

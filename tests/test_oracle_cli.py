@@ -132,9 +132,9 @@ def test_checksum_mismatch_is_refused(tmp_path, det_file, ic_file, capsys):
 
 
 def test_unknown_kind_is_refused(tmp_path, det_file, capsys):
-    code, _, err = run_verify(capsys, write(tmp_path, {"kind": "sds", "graph": {"sha256": det_file.sha256}}),
+    code, _, err = run_verify(capsys, write(tmp_path, {"kind": "clique", "graph": {"sha256": det_file.sha256}}),
                               "--graph", det_file.path)
-    assert code == 2 and "unknown result kind 'sds'" in err and err.count("\n") == 1
+    assert code == 2 and "unknown result kind 'clique'" in err and err.count("\n") == 1
 
 
 def test_unknown_model_in_result_is_refused(tmp_path, det_file, capsys):

@@ -25,7 +25,7 @@ from gpucore.oracle.checks import as_id_array, check_model, check_range, check_u
 from gpucore.oracle.multiround import multi_round_spread
 from gpucore.timing import Phases
 
-KINDS = ("amcss", "im")
+KINDS = ("amcss", "im", "sds")
 
 
 def _field(obj: dict, key: str, where: str):
@@ -215,6 +215,10 @@ def verify_result(result: dict, graph, source: str = "result", *, runs: int = 10
     with timer.phase("verify"):
         if kind == "amcss":
             body = verify_amcss(result, graph, source)
+        elif kind == "sds":
+            from gpucore.oracle.sds import verify_sds
+
+            body = verify_sds(result, graph, source)
         else:
             body = verify_im(result, graph, source, runs, seed, backend, tolerance, confidence, threads)
     report = {"kind": "verify", "passed": body.pop("passed"), "result": source,

@@ -2,7 +2,7 @@
 # The GPU machine's entry point, run as is from the repository root (no network there):
 #   bash tests/gpu/run_device.sh STAGE [STAGE ...]      logs and results under $OUT
 # Stages: info, tests-amcss and tests-other (pytest -m gpu, in two commands), bench-oracle, bench-im, bench-amcss, bench-merit,
-# bench-fuseim (BENCH_FUSEIM_ARGS, e.g. "--graphs BS,Go --budget 540"), workflow.
+# bench-fuseim (BENCH_FUSEIM_ARGS, e.g. "--graphs BS,Go --budget 540"), bench-sds (BENCH_SDS_ARGS), workflow.
 # Each stage must fit the machine's 10-minute command limit; run several in one call when they fit.
 # Wheels for packages the machine lacks (snakemake) travel in .whl/ (carry it).
 set -uo pipefail
@@ -47,6 +47,9 @@ for stage in "$@"; do
     bench-merit)
       # shellcheck disable=SC2086  # BENCH_MERIT_ARGS: extra options, for example "--parts scale"
       run_stage bench-merit python3 benchmarks/bench_merit_gpu.py "$OUT" --data .shared_data ${BENCH_MERIT_ARGS:-} ;;
+    bench-sds)
+      # shellcheck disable=SC2086  # BENCH_SDS_ARGS: extra options, for example "--parts k,t --graphs livejournal"
+      run_stage bench-sds python3 benchmarks/bench_sds.py "$OUT" --data .shared_data ${BENCH_SDS_ARGS:-} ;;
     workflow)
       run_stage workflow bash workflow/gpu_reference.sh "$OUT" ;;
     *) echo "unknown stage $stage"; status=1 ;;

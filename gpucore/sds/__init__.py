@@ -1,0 +1,32 @@
+"""Structural diversity search: the top-t vertices by number of social contexts in their ego-network.
+
+Paper: J. Huang, X. Huang, J. Xu, B. Choi, Y. Peng, "GPU-accelerated Structural Diversity Search in
+Graphs" (spec ``../shared/specs/sds.md``); user docs: ``docs/sds.md``.
+
+Use::
+
+    from gpucore.sds import run_sds
+    result = run_sds(graph, model="truss", k=4, t=100, backend="auto")   # JSON-ready dict, kind "sds"
+
+Structure (the layout of ``gpucore.amcss``: math / data layout / backend contract / driver / backends)
+------------------------------------------------------------------------------------------------------
+- ``simple``      the simple undirected CSR (a directed graph symmetrised), sorted rows.
+- ``bounds``      the models, the member thresholds and context sizes, the upper bounds.
+- ``ranking``     the tie rule, ``top_t`` / ``merge_top`` (pure functions of (vertex, score) pairs),
+                  the candidate order and the stopping test.
+- ``layout``      the batch arena (ego CSRs side by side), its bytes, packing, context decoding.
+- ``primitives``  ``Engine``: the contract a backend implements (supports, ego sizes, bounds, build,
+                  score, labels; ``score(vertices, ...)`` scores any list of vertices).
+- ``driver``      Algorithm 1: bounds, batches until the t-th score beats the next bound, contexts.
+- ``cpu`` / ``kernels_cpu``  NumPy + Numba; ``cuda`` (kernels ``gpucore/kernels/sds``); ``emulated``.
+
+For the multi-GPU driver (issue 17): ``Engine.ego_sizes()`` gives (|V(G_v)|, |E(G_v)|) per vertex
+for the cost model, ``Engine.score(vertices, model, k)`` scores any list of vertices on one device,
+and ``ranking.merge_top`` merges the pairs of several devices into the same answer.
+"""
+
+from gpucore.sds.driver import make_engine, run_sds, validate
+from gpucore.sds.ranking import merge_top, top_t
+from gpucore.sds.simple import SimpleGraph, simple_graph
+
+__all__ = ["SimpleGraph", "make_engine", "merge_top", "run_sds", "simple_graph", "top_t", "validate"]
