@@ -75,7 +75,7 @@ def arguments(argv=None):
     p.add_argument("out", help="output folder (bench_dist.json, bench_dist.md, bench_dist-nR.json, logs)")
     p.add_argument("--graph", default="livejournal", choices=sorted({**GRAPHS, **EXTRA_GRAPHS}),
                    help="graph (livejournal: LiveJournal-size PA stand-in)")
-    p.add_argument("--shared-data", default=None, help="folder of the SNAP files (for --graph epinions)")
+    p.add_argument("--data", default=None, help="folder of the SNAP files (for --graph epinions)")
     p.add_argument("--samplers", default="gim,fused", help="comma-separated samplers")
     p.add_argument("--models", default="IC", help="comma-separated models")
     p.add_argument("--k", type=int, default=50)
@@ -364,7 +364,7 @@ def driver(args) -> int:
     from gpucore.graph import load_graph
 
     spec = {**GRAPHS, **EXTRA_GRAPHS}[args.graph]
-    shared = Path(args.shared_data) if args.shared_data else None
+    shared = Path(args.data) if args.data else None
     graph_path = build_graph(args.graph, spec, shared, Path(args.cache), log)
     graph = load_graph(graph_path)
     parts, failures, hint = {}, {}, None

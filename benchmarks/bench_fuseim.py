@@ -164,7 +164,6 @@ def main(argv=None) -> int:
     p.add_argument("--max-elements", type=float, default=1e8, help="elements one collection may hold")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", type=float, default=540.0, help="seconds; cells that do not fit are skipped")
-    p.add_argument("--shared-data", default=None, help="unused (generated graphs only); accepted for run_device.sh")
     p.add_argument("--cache", default=GRAPH_CACHE)
     args = p.parse_args(argv)
     started = time.perf_counter()
@@ -191,7 +190,7 @@ def main(argv=None) -> int:
     report = {
         "benchmark": "bench_fuseim", "issue": 14, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "commit": git_commit(), "device": be.device_info(), "host": cpu_facts(),
-        "parameters": {k: v for k, v in vars(args).items() if k not in ("out", "cache", "shared_data")},
+        "parameters": {k: v for k, v in vars(args).items() if k not in ("out", "cache")},
         "sweep": [], "heuristics": [],
     }
 

@@ -1,7 +1,7 @@
 """Structural diversity search: the top-t vertices by number of social contexts in their ego-network.
 
 Paper: J. Huang, X. Huang, J. Xu, B. Choi, Y. Peng, "GPU-accelerated Structural Diversity Search in
-Graphs" (spec ``../shared/specs/sds.md``); user docs: ``docs/sds.md``.
+Graphs" (``docs/references.md``); user docs: ``docs/sds.md``.
 
 Use::
 
