@@ -302,6 +302,9 @@ def imm(
         "memory_projected": int(max(projected, spread.projected_bytes)),
         "backend": be.device_info(),
     }
+    sampler_stats = engine.sampler_stats()  # the sampler's instrumentation over the phases (fused)
+    if sampler_stats is not None:
+        result["sampler_stats"] = sampler_stats
     if model == "LT":
         result["lt_rescaled_nodes"] = rescaled
     if rounds == 1:
