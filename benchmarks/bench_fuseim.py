@@ -17,7 +17,7 @@ refill). S = --sets, lowered for cells with large sets so that one collection st
 --max-elements elements (p = 1 makes every set the whole reachable part of the graph; the paper's
 Fig. 7 has no point there for the same reason), and at least 512. Each sampler is warmed up (kernel
 compilation, a pilot of 256 sets that also gives the mean set size) and then timed once on the S
-sets (``sample_into`` + device synchronisation; engine construction, i.e. mask allocation, is timed
+sets (``sample_into`` + device synchronisation; sampler construction, i.e. mask allocation, is timed
 apart as ``setup_seconds``). The two collections are compared by their offsets and a per-set
 order-free fingerprint (``identical``); a mismatch is reported, never hidden.
 
@@ -88,26 +88,25 @@ def fingerprint(coll):
     return coll.backend.to_host(offsets), coll.backend.to_host(sums)
 
 
-def timed_sample(engine, count: int, mean: float, j0: int = 0):
+def timed_sample(sampler, count: int, mean: float, j0: int = 0):
     """Sample sets j0 .. j0 + count - 1 once; returns (seconds, collection)."""
-    coll = engine.collection(j0)
+    coll = sampler.collection(j0)
     coll.reserve(count, int(count * max(mean, 1.0) * 1.05) + 1024)
-    engine.synchronize()
+    sampler.synchronize()
     t = time.perf_counter()
-    engine.sample_into(coll, count, mean)
-    engine.synchronize()
+    sampler.sample_into(coll, count, mean)
+    sampler.synchronize()
     return time.perf_counter() - t, coll
 
 
 def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> dict:
     """One (graph, p) cell: unfused + fused at each width (or each option variant at width 64)."""
-    from gpucore.im.cuda import CUDAEngine
-    from gpucore.im.fused import make_fused
+    from gpucore.im.engine import make_sampler
 
     g = with_probability(graph, prob)
     cell = {"prob": prob}
     t = time.perf_counter()
-    unfused = CUDAEngine(g, "IC", 1, args.seed, be)
+    unfused = make_sampler(g, "IC", 1, args.seed, be, "gim")
     cell["unfused_setup_seconds"] = time.perf_counter() - t
     pilot_u, coll = timed_sample(unfused, PILOT, 0.0, j0=1 << 30)
     mean = coll.mean_size
@@ -132,7 +131,7 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
     cell["fused"] = {}
     for opts, label in configs:
         t = time.perf_counter()
-        eng = make_fused(g, "IC", 1, args.seed, be, **opts)
+        eng = make_sampler(g, "IC", 1, args.seed, be, "fused", **opts)
         setup = time.perf_counter() - t
         timed_sample(eng, PILOT, mean, j0=1 << 30)[1].release()  # warm-up (kernels, pool sizes)
         eng.reset_stats()  # count the timed run only

@@ -61,7 +61,15 @@ def test_im_lt_mrim_to_stdout(graph_file):
     [(["--k", 0], "--k 0"), (["--k", 201], "--k 201"), (["--k", 3, "--eps", 1.0], "--eps 1.0"),
      (["--k", 3, "--eps", 0], "--eps 0"), (["--k", 3, "--eps", 0.01, "--memory-budget", "100KiB"], "needs about"),
      (["--k", 3, "--memory-budget", "lots"], "--memory-budget"), (["--k", 3, "--model", "XX"], "--model"),
-     (["--k", 3, "--threads", 0], "--threads 0"), (["--k", 3, "--backend", "gpu"], "--backend"), (["--k", 3, "--rounds", 0], "--rounds 0")],
+     (["--k", 3, "--threads", 0], "--threads 0"), (["--k", 3, "--backend", "gpu"], "--backend"), (["--k", 3, "--rounds", 0], "--rounds 0"),
+     (["--k", 3, "--sampler", "nope"], "--sampler 'nope': choose one of gim, fused"),
+     (["--k", 3, "--sampler", "fused", "--batch-width", 48], "--batch-width 48: choose one of 32, 64, 128, 256"),
+     (["--k", 3, "--sampler", "fused", "--batch-width", "wide"], "--batch-width 'wide': expected a whole number"),
+     (["--k", 3, "--sampler", "fused", "--order", "metis"], "--order 'metis': choose one of none, rcm, community"),
+     (["--k", 3, "--sampler", "fused", "--tail", "pause"], "--tail 'pause': choose one of none, refill"),
+     (["--k", 3, "--batch-width", 64], "--batch-width: an option of --sampler fused, not of --sampler gim"),
+     (["--k", 3, "--sampler", "gim", "--no-sorted-sources"], "--[no-]sorted-sources: an option of --sampler fused"),
+     (["--k", 3, "--order", "rcm", "--tail", "none"], "--order: an option of --sampler fused")],
 )
 def test_bad_input_exits_2(graph_file, args, msg, capsys):
     from gpucore.cli import main
@@ -71,6 +79,27 @@ def test_bad_input_exits_2(graph_file, args, msg, capsys):
     err = capsys.readouterr().err
     assert code == 2, err
     assert err.startswith("gpucore: error: ") and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_im_fused_sampler_options(graph_file, tmp_path):
+    from gpucore.im import imm
+
+    path, g = graph_file
+    out = tmp_path / "fused.json"
+    proc = gpucore("im", "--graph", path, "--k", 4, "--eps", 0.5, "--backend", "cpu", "--sampler", "fused",
+                   "--batch-width", 32, "--order", "rcm", "--no-sorted-sources", "--tail", "none", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(out.read_text())
+    opts = {"batch_width": 32, "order": "rcm", "sorted_sources": False, "tail": "none"}
+    assert res["sampler"] == "fused" and res["sampler_options"] == opts
+    stats = res["sampler_stats"]
+    assert {k: stats[k] for k in opts} == opts and stats["backend"] == "cpu"
+    for key in ("edge_reads", "edge_reads_unfused", "occupancy", "levels", "frontier_bytes_peak", "mask_bytes"):
+        assert stats[key] > 0, key
+    assert set(stats["seconds_by_phase"]) == {"reorder", "roots", "traverse", "compact"}
+    want = imm(g, 4, 0.5, "IC", seed=0, backend="cpu")  # the gim sampler: the same sets, the same answer
+    for key in ("seeds", "marginal_coverage", "theta", "estimated_spread"):
+        assert res[key] == want[key], key
 
 
 def test_missing_graph(tmp_path):

@@ -3,7 +3,8 @@
 A fused batch must yield exactly the RR sets the unfused sampler yields for the same keys, for IC and
 LT, one and several rounds, every batch width, every vertex order, sorted or unsorted sources, both
 tail strategies, calls whose size is not a multiple of the width, and after the output buffers had
-to grow. IMM then chooses identical seeds whatever the sampler. Equality with the unfused sampler
+to grow. IMM then chooses identical seeds whatever the sampler (run through the sampler registry, as
+``gpucore im --sampler fused`` runs it). Equality with the unfused sampler
 (itself checked against a plain-Python rebuild of the keys and against exact distributions in
 ``test_im_sampler.py``) is the whole correctness argument, so these tests are exact, not statistical.
 """
@@ -13,16 +14,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gpucore.im.driver as driver
 from gpucore.backend import get_backend
 from gpucore.errors import GpucoreError, OutOfMemoryError
 from gpucore.graph import from_arcs
 from gpucore.im import imm
-from gpucore.im.cpu import CPUEngine
-from gpucore.im.fused import make_fused
+from gpucore.im.cpu import CPUSampler, CPUSelector
+from gpucore.im.engine import make_engine, make_sampler
 from gpucore.im.fused import batching
-from gpucore.im.fused.cpu import FusedCPUEngine
-from gpucore.im.rrsets import FINAL_OFFSET
+from gpucore.im.fused.cpu import FusedCPUSampler
+from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
 from gpucore.random import Stream, mix_py
 from tests.im_graphs import dense_graph, wc_graph
@@ -31,7 +31,7 @@ CPU = get_backend("cpu")
 
 
 def unfused(g, model, rounds, seed, j0, count):
-    return canonical(*engine_sets(CPUEngine(g, model, rounds, seed, CPU), j0, count))
+    return canonical(*engine_sets(CPUSampler(g, model, rounds, seed, CPU), j0, count))
 
 
 def same(a, b):
@@ -48,13 +48,13 @@ def graphs():
 @pytest.mark.parametrize("width", [32, 64, 128, 256])
 def test_equal_to_unfused_every_width_order_and_tail(graphs, model, rounds, width):
     for name, g in graphs.items():
-        for j0 in (0, FINAL_OFFSET):
+        for j0 in (0, ESTIMATE_OFFSET):
             want = unfused(g, model, rounds, 7, j0, 333)
             for order in ("none", "rcm", "community"):
                 for tail in ("none", "refill"):
                     for sorted_sources in (True, False):
-                        eng = FusedCPUEngine(g, model, rounds, 7, CPU, batch_width=width, order=order, tail=tail,
-                                             sorted_sources=sorted_sources)
+                        eng = FusedCPUSampler(g, model, rounds, 7, CPU, batch_width=width, order=order, tail=tail,
+                                              sorted_sources=sorted_sources)
                         got = canonical(*engine_sets(eng, j0, 333, batch=130))  # 130, 130, 73: no multiple
                         same(want, got)
                         assert eng.stats()["traversals"] == 333 * rounds
@@ -62,7 +62,7 @@ def test_equal_to_unfused_every_width_order_and_tail(graphs, model, rounds, widt
 
 def test_every_set_is_there_once_with_its_root(graphs):
     g = graphs["wc"]
-    eng = make_fused(g, "IC", 1, 3, CPU, batch_width=64)
+    eng = make_sampler(g, "IC", 1, 3, CPU, "fused", batch_width=64)
     offsets, elems = engine_sets(eng, 0, 101)
     assert offsets.shape[0] == 102 and np.all(np.diff(offsets) >= 1)
     for i in range(101):
@@ -76,10 +76,10 @@ def test_independent_of_workers_and_pieces(graphs, model, monkeypatch):
     g = graphs["dense"]
     want = unfused(g, model, 2, 11, 50, 700)
     for workers in (1, 3):
-        got = canonical(*engine_sets(FusedCPUEngine(g, model, 2, 11, CPU, batch_width=32, workers=workers), 50, 700))
+        got = canonical(*engine_sets(FusedCPUSampler(g, model, 2, 11, CPU, batch_width=32, workers=workers), 50, 700))
         same(want, got)
     monkeypatch.setattr(batching, "MAX_PIECE_TRAVERSALS", 90)  # 45 sets per piece, sorted within each
-    got = canonical(*engine_sets(FusedCPUEngine(g, model, 2, 11, CPU, batch_width=64), 50, 700))
+    got = canonical(*engine_sets(FusedCPUSampler(g, model, 2, 11, CPU, batch_width=64), 50, 700))
     same(want, got)
 
 
@@ -87,7 +87,7 @@ def test_output_regrowth_keeps_sets():
     # p = 1 on a cycle: every set is the whole graph, far above the first size estimate
     n = 500
     g = from_arcs(n, np.arange(n), (np.arange(n) + 1) % n, 1.0)
-    eng = FusedCPUEngine(g, "IC", 1, 1, CPU, batch_width=32, workers=2)
+    eng = FusedCPUSampler(g, "IC", 1, 1, CPU, batch_width=32, workers=2)
     offsets, elems = canonical(*engine_sets(eng, 0, 70))
     assert np.all(np.diff(offsets) == n)
     assert np.array_equal(elems.reshape(70, n), np.tile(np.arange(n), (70, 1)))
@@ -96,7 +96,7 @@ def test_output_regrowth_keeps_sets():
 
 def test_fusing_saves_edge_reads_and_counts_occupancy(graphs):
     g = graphs["dense"]
-    eng = FusedCPUEngine(g, "IC", 1, 5, CPU, batch_width=64, order="rcm")
+    eng = FusedCPUSampler(g, "IC", 1, 5, CPU, batch_width=64, order="rcm")
     engine_sets(eng, 0, 640)
     s = eng.stats()
     assert s["edge_reads"] * 4 < s["edge_reads_unfused"]  # many traversals per adjacency read
@@ -114,21 +114,43 @@ def test_tail_refill_uses_fewer_levels_than_waiting_for_the_batch():
     g = from_arcs(n, src, dst, 1.0)
     levels = {}
     for tail in ("none", "refill"):
-        eng = FusedCPUEngine(g, "IC", 1, 4, CPU, batch_width=32, tail=tail, workers=1, sorted_sources=False)
+        eng = FusedCPUSampler(g, "IC", 1, 4, CPU, batch_width=32, tail=tail, workers=1, sorted_sources=False)
         engine_sets(eng, 0, 600)
         levels[tail] = eng.stats()["levels"]
     assert levels["refill"] < levels["none"]
 
 
+def test_registry_pairs_the_fused_sampler_with_the_cpu_selector(graphs):
+    eng = make_engine(graphs["wc"], "IC", 1, 0, CPU, "fused", batch_width=128, tail="none")
+    assert isinstance(eng.sampler, FusedCPUSampler) and isinstance(eng.selector, CPUSelector)
+    assert eng.sampler.options.batch_width == 128 and eng.sampler.options.tail == "none"
+    assert eng.sampler_stats()["batch_width"] == 128
+    assert make_engine(graphs["wc"], "IC", 1, 0, CPU).sampler_stats() is None  # gim: no instrumentation
+
+
+def same_imm(a, b):
+    """Two IMM results agree on everything the sets decide."""
+    for key in ("seeds", "seed_ids", "marginal_coverage", "theta", "lower_bound", "lb_iteration", "lb_sets",
+                "lb_iterations", "covered", "estimated_spread", "estimated_spread_stderr", "estimate_sets",
+                "rr_elements"):
+        assert a[key] == b[key], key
+
+
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3)])
-def test_imm_seeds_identical_whatever_the_sampler(graphs, model, rounds, monkeypatch):
+def test_imm_identical_whatever_the_sampler(graphs, model, rounds):
     g = graphs["wc"]
     want = imm(g, 5, 0.5, model, rounds=rounds, seed=3, backend="cpu")
-    for opts in ({"batch_width": 32}, {"batch_width": 256, "order": "community", "tail": "none"}):
-        monkeypatch.setattr(driver, "make_engine", lambda graph, m, r, s, be, o=opts: make_fused(graph, m, r, s, be, **o))
-        got = imm(g, 5, 0.5, model, rounds=rounds, seed=3, backend="cpu")
-        assert got["seeds"] == want["seeds"] and got["theta"] == want["theta"]
-        assert got["covered"] == want["covered"] and got["rr_elements"] == want["rr_elements"]
+    assert want["sampler"] == "gim" and "sampler_stats" not in want
+    for opts in ({"batch_width": 32}, {"batch_width": 256, "order": "community", "tail": "none",
+                                       "sorted_sources": False}):
+        got = imm(g, 5, 0.5, model, rounds=rounds, seed=3, backend="cpu", sampler="fused", sampler_options=opts)
+        same_imm(want, got)
+        assert got["sampler"] == "fused" and got["sampler_options"] == opts
+        stats = got["sampler_stats"]
+        assert {k: stats[k] for k in opts} == opts
+        # the warm-up's sets are not counted: exactly the selection's and the estimate's traversals
+        assert stats["traversals"] == (got["theta"] + got["estimate_sets"]["count"]) * rounds
+        assert set(stats["seconds_by_phase"]) == {"reorder", "roots", "traverse", "compact"}
 
 
 @pytest.mark.parametrize("options,msg", [
@@ -139,11 +161,11 @@ def test_imm_seeds_identical_whatever_the_sampler(graphs, model, rounds, monkeyp
 ])
 def test_bad_options(graphs, options, msg):
     with pytest.raises(GpucoreError, match=msg) as err:
-        make_fused(graphs["wc"], "IC", 1, 0, CPU, **options)
+        make_sampler(graphs["wc"], "IC", 1, 0, CPU, "fused", **options)
     assert "\n" not in str(err.value)
 
 
 def test_masks_beyond_memory_name_the_bytes(graphs):
     with pytest.raises(OutOfMemoryError, match=r"one batch of 256 traversals needs [0-9.]+ KiB of masks") as err:
-        make_fused(graphs["wc"], "IC", 1, 0, CPU, batch_width=256, memory_limit=4096)
+        make_sampler(graphs["wc"], "IC", 1, 0, CPU, "fused", batch_width=256, memory_limit=4096)
     assert "\n" not in str(err.value)

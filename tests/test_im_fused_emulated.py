@@ -3,7 +3,8 @@
 The unmodified kernels run through the real driver on NumPy arrays and must yield the sets of the
 unfused sampler and of the CPU fused sampler set for set: every width, model, round count, order,
 tail and dispatch order; the paths that grow the output pool and rebuild an overflowed frontier
-list from the masks; random interleavings of the threads of a block; a whole IMM run. After every
+list from the masks; random interleavings of the threads of a block; whole IMM runs through the
+sampler registry (the emulated sampler registered beside ``gim`` and ``fused``). After every
 call the batch state must be clean (no mask bit, slot or visited word left behind). Races between
 blocks are for ``tests/gpu/test_im_fused_cuda.py``.
 """
@@ -13,16 +14,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gpucore.im.driver as driver
 from gpucore.backend import get_backend
 from gpucore.errors import GpucoreError, OutOfMemoryError
 from gpucore.im import imm
-from gpucore.im.cpu import CPUEngine
-from gpucore.im.fused.cpu import FusedCPUEngine
-from gpucore.im.fused.emulated import available, emulated_fused_engine
-from gpucore.im.rrsets import FINAL_OFFSET
+from gpucore.im.cpu import CPUSampler
+from gpucore.im.engine import SAMPLERS
+from gpucore.im.fused.cpu import FusedCPUSampler
+from gpucore.im.fused.emulated import available, emulated_fused_sampler
+from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
 from tests.im_graphs import dense_graph, wc_graph
+from tests.test_im_fused import same_imm
 
 pytestmark = pytest.mark.skipif(not available(), reason="g++ not available")
 CPU = get_backend("cpu")
@@ -48,24 +50,24 @@ def assert_clean(eng):
 @pytest.mark.parametrize("width", [32, 64, 128, 256])
 def test_equal_to_unfused_and_cpu_fused(graphs, model, rounds, width):
     for g in graphs.values():
-        j0 = FINAL_OFFSET if width == 64 else 0
-        want = engine_sets(CPUEngine(g, model, rounds, 9, CPU), j0, 211)
+        j0 = ESTIMATE_OFFSET if width == 64 else 0
+        want = engine_sets(CPUSampler(g, model, rounds, 9, CPU), j0, 211)
         for order, tail, sorted_sources in (("none", "refill", True), ("rcm", "none", False),
                                             ("community", "refill", False)):
-            eng = emulated_fused_engine(g, model, rounds, 9, batch_width=width, order=order, tail=tail,
+            eng = emulated_fused_sampler(g, model, rounds, 9, batch_width=width, order=order, tail=tail,
                                         sorted_sources=sorted_sources, max_batches=2, levels_per_sync=3)
             same(want, engine_sets(eng, j0, 211, batch=90))  # 90, 90, 31 sets: no multiple of the width
             assert_clean(eng)
             assert eng.stats()["traversals"] == 211 * rounds
-        cpu = FusedCPUEngine(g, model, rounds, 9, CPU, batch_width=width)
+        cpu = FusedCPUSampler(g, model, rounds, 9, CPU, batch_width=width)
         same(want, engine_sets(cpu, j0, 211))
 
 
 @pytest.mark.parametrize("model", ["IC", "LT"])
 def test_pool_growth_and_list_rebuild(graphs, model):
     g = graphs["dense"]
-    want = engine_sets(CPUEngine(g, model, 1, 4, CPU), 0, 300)
-    eng = emulated_fused_engine(g, model, 1, 4, batch_width=32, max_batches=3, levels_per_sync=1)
+    want = engine_sets(CPUSampler(g, model, 1, 4, CPU), 0, 300)
+    eng = emulated_fused_sampler(g, model, 1, 4, batch_width=32, max_batches=3, levels_per_sync=1)
     eng.pool_factor = 0.01  # the first pool holds a fraction of the sets
     eng.list_cap = 4  # a frontier list of 4 entries overflows at once
     eng.lists = [np.empty(4, np.uint64), np.empty(4, np.uint64)]
@@ -78,8 +80,8 @@ def test_pool_growth_and_list_rebuild(graphs, model):
 def test_extraction_by_many_blocks_sparse_and_dense(graphs):
     """Several blocks per batch write the sets; small footprints walk the ring, large ones all words."""
     for name, g in (("sparse", wc_graph(n=3000, deg=2)), ("dense", graphs["dense"])):
-        want = engine_sets(CPUEngine(g, "IC", 1, 8, CPU), 0, 300)
-        eng = emulated_fused_engine(g, "IC", 1, 8, batch_width=64, max_batches=2, sms=4)
+        want = engine_sets(CPUSampler(g, "IC", 1, 8, CPU), 0, 300)
+        eng = emulated_fused_sampler(g, "IC", 1, 8, batch_width=64, max_batches=2, sms=4)
         seen, grids = set(), set()
         extract = eng.k_extract
 
@@ -99,16 +101,16 @@ def test_extraction_by_many_blocks_sparse_and_dense(graphs):
 def test_random_interleavings(graphs, schedule):
     g = graphs["dense"]
     for model in ("IC", "LT"):
-        want = engine_sets(CPUEngine(g, model, 1, 6, CPU), 0, 120)
-        eng = emulated_fused_engine(g, model, 1, 6, batch_width=64, max_batches=2, schedule=schedule)
+        want = engine_sets(CPUSampler(g, model, 1, 6, CPU), 0, 120)
+        eng = emulated_fused_sampler(g, model, 1, 6, batch_width=64, max_batches=2, schedule=schedule)
         same(want, engine_sets(eng, 0, 120))
         assert_clean(eng)
 
 
 def test_counters_match_the_cpu_twin(graphs):
     g = graphs["dense"]
-    cpu = FusedCPUEngine(g, "IC", 1, 3, CPU, batch_width=64, workers=1, sorted_sources=False)
-    emu = emulated_fused_engine(g, "IC", 1, 3, batch_width=64, max_batches=1, sorted_sources=False)
+    cpu = FusedCPUSampler(g, "IC", 1, 3, CPU, batch_width=64, workers=1, sorted_sources=False)
+    emu = emulated_fused_sampler(g, "IC", 1, 3, batch_width=64, max_batches=1, sorted_sources=False)
     engine_sets(cpu, 0, 64)
     engine_sets(emu, 0, 64)
     a, b = cpu.stats(), emu.stats()
@@ -118,18 +120,22 @@ def test_counters_match_the_cpu_twin(graphs):
 
 
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 2)])
-def test_imm_seeds_identical(graphs, model, rounds, monkeypatch):
+def test_imm_identical_cpu_and_emulated_cuda(graphs, model, rounds, monkeypatch):
     g = graphs["wc"]
     want = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu")
-    monkeypatch.setattr(driver, "make_engine", lambda graph, m, r, s, be: emulated_fused_engine(
-        graph, m, r, s, batch_width=128, max_batches=2, levels_per_sync=2))
-    got = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu")
-    assert got["seeds"] == want["seeds"] and got["covered"] == want["covered"]
-    assert got["rr_elements"] == want["rr_elements"]
+    monkeypatch.setitem(SAMPLERS, "fused-emulated", ("gpucore.im.fused.emulated", "emulated_fused_sampler"))
+    opts = {"batch_width": 128, "max_batches": 2, "levels_per_sync": 2}
+    got = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu", sampler="fused-emulated", sampler_options=opts)
+    same_imm(want, got)
+    cpu = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu", sampler="fused", sampler_options={"batch_width": 128})
+    # the same sets, counted alike: every member's in-row is what the unfused sampler would read
+    for key in ("traversals", "edge_reads_unfused"):
+        assert got["sampler_stats"][key] == cpu["sampler_stats"][key], key
+    assert got["sampler_stats"]["backend"] == "cuda"
 
 
 def test_masks_beyond_memory_name_the_bytes(graphs):
     with pytest.raises(OutOfMemoryError, match=r"one batch of 256 traversals needs [0-9.]+ KiB of masks for 150 "):
-        emulated_fused_engine(graphs["wc"], "IC", batch_width=256, free_bytes=50_000)
+        emulated_fused_sampler(graphs["wc"], "IC", batch_width=256, free_bytes=50_000)
     with pytest.raises(GpucoreError, match="--batch-width 100"):
-        emulated_fused_engine(graphs["wc"], "IC", batch_width=100)
+        emulated_fused_sampler(graphs["wc"], "IC", batch_width=100)

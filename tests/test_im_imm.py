@@ -59,6 +59,9 @@ class FakeEngine:
     def warm_up(self):
         pass
 
+    def sampler_stats(self):
+        return None  # a sampler without instrumentation
+
     def sample_into(self, coll, count, mean):
         coll.count += count
         coll.total += int(count * self.mean)

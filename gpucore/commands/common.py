@@ -13,6 +13,10 @@ group                     flags                                       commands
 ``add_seed_option``       ``--seed S`` (a 64-bit word)                every command that draws
 ``add_threads_option``    ``--threads N`` (N >= 1; default all)       every command that computes
 ``add_memory_option``     ``--memory-budget SIZE`` (``parse_size``)   amcss, im
+``add_sampler_options``   ``--sampler`` and the fused sampler's       im
+                          ``--batch-width``, ``--order``,
+                          ``--[no-]sorted-sources``, ``--tail``
+                          (``sampler_options(args)``)
 ``add_output_option``     ``-o/--output PATH``                        every command that writes
 ========================  ==========================================  ==============================
 
@@ -22,6 +26,7 @@ parses inside its error handler, so a bad value is one ``gpucore: error: --flag 
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -74,6 +79,14 @@ def parse_threads(text: str) -> int:
     if threads < 1:
         raise GpucoreError(f"--threads {threads}: must be >= 1")
     return threads
+
+
+def parse_batch_width(text: str) -> int:
+    """A whole number of traversals per batch (the fused sampler says which widths it supports)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise GpucoreError(f"--batch-width {text!r}: expected a whole number of traversals (32, 64, 128 or 256)") from None
 
 
 def _seed_parser(flag: str):
@@ -131,6 +144,46 @@ def add_memory_option(parser, what: str) -> None:
     """--memory-budget SIZE (bytes after ``parse_size``; None: the command's default share of free memory)."""
     parser.add_argument("--memory-budget", type=parse_size, default=None, metavar="SIZE",
                         help=f"bytes {what} may use, e.g. 8GiB or 500M (default: most of the free device memory / RAM)")
+
+
+#: the sampler options of ``add_sampler_options``: (flag, key of the sampler's options) per sampler taking them
+SAMPLER_FLAGS = {
+    "fused": (("--batch-width", "batch_width"), ("--order", "order"), ("--[no-]sorted-sources", "sorted_sources"),
+              ("--tail", "tail")),
+}
+
+
+def add_sampler_options(parser) -> None:
+    """--sampler NAME and the options of the samplers that take some (None when not given: the
+    sampler's defaults apply). The samplers check the values (one line each); ``sampler_options``
+    collects the given ones and refuses those the chosen sampler does not take."""
+    parser.add_argument("--sampler", default="gim",
+                        help="RR-set sampler: gim (gIM's, one traversal per warp) | fused (FuseIM: many traversals "
+                             "share one frontier of bit masks) (default gim)")
+    group = parser.add_argument_group("fused sampler (--sampler fused; docs/fuseim.md)")
+    group.add_argument("--batch-width", type=parse_batch_width, default=None, metavar="B",
+                       help="traversals per batch: 32 | 64 | 128 | 256 (default 64)")
+    group.add_argument("--order", default=None, help="vertex order of the traversals: none | rcm | community "
+                                                     "(default none)")
+    group.add_argument("--sorted-sources", action=argparse.BooleanOptionalAction, default=None,
+                       help="draw a piece's roots first and batch them in sorted order (default: sorted)")
+    group.add_argument("--tail", default=None, help="batch tail: none (reload when all ended) | refill (reload "
+                                                    "ended slots once a quarter ended) (default refill)")
+
+
+def sampler_options(args) -> dict:
+    """The sampler options given on the command line, as the sampler factory's keyword arguments; an
+    option of another sampler than ``args.sampler`` is refused (one line)."""
+    options = {}
+    for sampler, flags in SAMPLER_FLAGS.items():
+        for flag, key in flags:
+            value = getattr(args, key)
+            if value is None:
+                continue
+            if args.sampler != sampler:
+                raise GpucoreError(f"{flag}: an option of --sampler {sampler}, not of --sampler {args.sampler}")
+            options[key] = value
+    return options
 
 
 def add_output_option(parser, help: str = "result JSON (default: standard output)", required: bool = False) -> None:

@@ -9,9 +9,11 @@ from gpucore.commands.common import (
     add_memory_option,
     add_model_option,
     add_output_option,
+    add_sampler_options,
     add_seed_option,
     add_threads_option,
     emit_json,
+    sampler_options,
 )
 from gpucore.errors import GpucoreError
 
@@ -31,8 +33,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--ell", type=float, default=1.0, help="IMM's ell: success probability 1 - 1/n^ell (1)")
     add_seed_option(parser, "run seed of the keyed sampling")
     add_backend_option(parser)
-    parser.add_argument("--sampler", default="gim", choices=("gim", "fused"),
-                        help="RR-set sampler: gim (gIM's, one traversal per warp) | fused (FuseIM) (gim)")
+    add_sampler_options(parser)
     add_threads_option(parser)
     add_memory_option(parser, "the RR sets and the selection (per rank under mpiexec)")
     parser.add_argument("--verify", type=int, default=0, metavar="RUNS",
@@ -48,6 +49,7 @@ def run(args) -> int:
     set_cpu_threads(args.threads)
     if args.verify < 0:
         raise GpucoreError(f"--verify {args.verify}: must be >= 0 Monte-Carlo runs")
+    options = sampler_options(args)
     graph = load_graph(args.graph)
     result = imm(
         graph,
@@ -60,6 +62,7 @@ def run(args) -> int:
         backend=args.backend,
         memory_limit=args.memory_budget,
         sampler=args.sampler,
+        sampler_options=options,
     )
     if args.verify:
         from gpucore.oracle.verify import verify_result

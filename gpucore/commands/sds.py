@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import sys
 
-from gpucore.backend import BACKENDS
-from gpucore.commands.amcss import parse_size
-from gpucore.commands.common import emit_json
-from gpucore.errors import GpucoreError
+from gpucore.commands.common import (
+    add_backend_option,
+    add_graph_option,
+    add_memory_option,
+    add_output_option,
+    add_threads_option,
+    emit_json,
+)
 
 HELP = "structural diversity search: top-t vertices by social contexts in their ego-network (comp/core/truss)"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--graph", required=True, help=".gcsr graph (a directed graph is symmetrised)")
+    add_graph_option(parser, ".gcsr graph (a directed graph is symmetrised)")
     parser.add_argument("--model", required=True, help="comp | core | truss (components of >= k vertices, "
                                                         "maximal connected k-cores, maximal connected k-trusses)")
     parser.add_argument("--k", type=int, default=4, help="the model's threshold k >= 1 (default 4)")
@@ -22,27 +26,22 @@ def add_arguments(parser) -> None:
     parser.add_argument("--bound", default="support", choices=("support", "degree"),
                         help="upper bound that prunes vertices: support (ego degrees, default) or degree "
                              "(the paper's |N(v)| / k)")
-    parser.add_argument("--backend", default="auto", choices=BACKENDS, help="auto | cpu | cuda (default auto)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
-    parser.add_argument("--memory-budget", default=None,
-                        help="bytes the graph, supports and ego-network buffers may use, e.g. 8GiB "
-                             "(default: 80%% of free GPU memory, 50%% of available RAM)")
+    add_backend_option(parser)
+    add_threads_option(parser)
+    add_memory_option(parser, "the graph, supports and ego-network buffers")
     parser.add_argument("--batch", type=int, default=None,
                         help="ego-networks in the first batch (default: enough to fill the device); later "
                              "batches double")
-    parser.add_argument("-o", "--output", default=None, help="result JSON (default: print it)")
+    add_output_option(parser)
 
 
 def run(args) -> int:
     from gpucore.graph import load_graph
     from gpucore.sds import run_sds
 
-    if args.threads is not None and args.threads < 1:
-        raise GpucoreError(f"--threads {args.threads}: must be >= 1")
-    budget = parse_size(args.memory_budget) if args.memory_budget is not None else None
     graph = load_graph(args.graph)
     result = run_sds(graph, args.model, args.k, args.t, backend=args.backend, threads=args.threads,
-                     memory_budget=budget, bound=args.bound, first_batch=args.batch)
+                     memory_budget=args.memory_budget, bound=args.bound, first_batch=args.batch)
     emit_json(result, args.output)
     if args.output:
         summary = {key: result[key] for key in ("model", "k", "t", "t_score", "ties_at_t", "scored", "pruned",

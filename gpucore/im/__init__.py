@@ -8,7 +8,8 @@ Entry points::
 
 Lower-level pieces: ``gpucore.im.theory`` (IMM's formulas), ``gpucore.im.engine`` (the sampler and
 selector contract, ``make_engine``), ``gpucore.im.sampling`` (RR sets of given keys on a backend),
-``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two backends). Results are checked by the oracle
+``gpucore.im.cpu`` / ``gpucore.im.cuda`` (the two backends), ``gpucore.im.fused`` (FuseIM's fused
+sampler, ``sampler="fused"``). Results are checked by the oracle
 (``gpucore.oracle.verify_result``), which no solver imports.
 """
 

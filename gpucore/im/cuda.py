@@ -1,5 +1,8 @@
 """The CUDA backend of IM: gIM's sampler (``kernels/im/im_sample.cu``) and the greedy (``kernels/im/im_greedy.cu``).
 
+``CUDASamplerBase`` is what every CUDA sampler shares (the graph on the device, device facts,
+collections, ``im_compact``); the fused sampler (``gpucore.im.fused.cuda``) builds on it too.
+
 ``CUDASampler`` (the ``gim`` sampler of ``gpucore.im.engine``) samples a batch of sets
 j_begin .. j_begin + count - 1:
 
@@ -60,18 +63,26 @@ class _Device:
         return int(self.backend.free_memory())
 
 
-class CUDASampler(_Device):
-    """gIM's keyed RR-set sampler on one CUDA device (CuPy + RawModule kernels)."""
+def sample_defines(warps_per_block: int = WARPS_PER_BLOCK) -> tuple[tuple[str, str], ...]:
+    """The -D pairs ``im_sample.cu`` is built with (its queue size and warps per block)."""
+    return (("IM_QS", str(QUEUE_SIZE)), ("IM_WARPS", str(int(warps_per_block))))
 
-    name = "gim-cuda"
 
-    def __init__(self, graph, model: str, rounds: int, seed: int, backend, warps: int | None = None,
-                 stage_cap: int | None = None, warps_per_block: int = WARPS_PER_BLOCK):
-        from gpucore.im.cpu import lt_prefix
+class CUDASamplerBase(_Device):
+    """What every CUDA sampler holds: the model's in-CSR on the device, device facts, empty collections,
+    and compaction of sets from a pool into a collection in order (``im_compact`` of ``im_sample.cu``).
+
+    ``self.d``: device arrays ``in_indptr``, ``in_src``, ``in_eid`` (original arc ids), ``in_prob`` (the
+    model's weights), ``qcum`` (LT prefix sums, a dummy for IC), and whatever ``_graph_arrays`` adds
+    (a subclass that traverses another layout overrides it, so only that layout is uploaded).
+    ``self.sample_module``: ``im_sample.cu`` built with ``defines`` (``sample_defines``).
+    """
+
+    def __init__(self, graph, model: str, rounds: int, seed: int, backend,
+                 defines: tuple[tuple[str, str], ...] = sample_defines()):
         from gpucore.im.rrsets import RRCollection
 
-        xp = backend.xp
-        self.xp = xp
+        self.xp = backend.xp
         self._collection_cls = RRCollection
         self.backend = backend
         self.graph = graph
@@ -79,30 +90,59 @@ class CUDASampler(_Device):
         self.rounds = int(rounds)
         self.n = int(graph.n)
         self.seed = np.uint64(int(seed) & ((1 << 64) - 1))
-        if graph.m >= 2**31:
-            raise GpucoreError(f"{graph.path}: {graph.m} arcs; the CUDA IM sampler needs fewer than 2^31")
-        in_w, _ = graph.edge_probabilities(model)
         self.lt = model == "LT"
+        if graph.m >= 2**31:
+            raise GpucoreError(f"{graph.path}: {graph.m} arcs; the CUDA IM samplers need fewer than 2^31")
+        self.d = {name: backend.asarray(arr, what=f"graph array {name}")
+                  for name, arr in self._graph_arrays(graph, model).items()}
+        self.sample_module = self._load("im/im_sample", defines)
+        self.k_compact = self.sample_module.get_function("im_compact")
+        self.sms, self.blocks_per_sm = self._device_facts()
+        self.dummy = backend.zeros((1,), np.int64, what="dummy")
+
+    def _graph_arrays(self, graph, model: str) -> dict:
+        """Host arrays to upload: the in-CSR with the model's weights, and the LT prefix sums."""
+        from gpucore.im.cpu import lt_prefix
+
+        in_w, _ = graph.edge_probabilities(model)
         host = {
             "in_indptr": np.ascontiguousarray(graph.in_indptr, dtype=np.int64),
             "in_src": np.ascontiguousarray(graph.in_src, dtype=np.int32),
             "in_eid": np.ascontiguousarray(graph.in_eid, dtype=np.int32),
             "in_prob": np.ascontiguousarray(in_w, dtype=np.float32),
         }
-        qcum = lt_prefix(host["in_indptr"], host["in_prob"]) if self.lt else np.zeros(1, dtype=np.int64)
-        self.d = {name: backend.asarray(arr, what=f"graph array {name}") for name, arr in host.items()}
-        self.d["qcum"] = backend.asarray(qcum, what="LT prefix sums")
+        host["qcum"] = lt_prefix(host["in_indptr"], host["in_prob"]) if self.lt else np.zeros(1, dtype=np.int64)
+        return host
+
+    def collection(self, j_begin: int):
+        return self._collection_cls(self.xp, self.backend, j_begin, self.n, self.rounds)
+
+    def synchronize(self) -> None:
+        self.backend.synchronize()
+
+    def compact(self, pool, starts, sizes, dst, count: int, nodes) -> None:
+        """im_compact: item i of ``count`` (``sizes[i]`` elements at ``pool[starts[i]]``) to ``nodes[dst[i]]``."""
+        threads = 256
+        grid = int(min((count * 32 + threads - 1) // threads, self.sms * 64))
+        self.k_compact((max(1, grid),), (threads,), (pool, starts, sizes, dst, _i64(count), nodes))
+
+
+class CUDASampler(CUDASamplerBase):
+    """gIM's keyed RR-set sampler on one CUDA device (CuPy + RawModule kernels)."""
+
+    name = "gim-cuda"
+
+    def __init__(self, graph, model: str, rounds: int, seed: int, backend, warps: int | None = None,
+                 stage_cap: int | None = None, warps_per_block: int = WARPS_PER_BLOCK):
         self.warps_per_block = int(warps_per_block)
         if not 1 <= self.warps_per_block <= 32:
             raise GpucoreError(f"warps_per_block {warps_per_block}: must be in [1, 32]")
-        mod = self._load("im/im_sample", (("IM_QS", str(QUEUE_SIZE)), ("IM_WARPS", str(self.warps_per_block))))
-        self.k_sample = mod.get_function("im_sample")
-        self.k_compact = mod.get_function("im_compact")
+        super().__init__(graph, model, rounds, seed, backend, sample_defines(self.warps_per_block))
+        self.k_sample = self.sample_module.get_function("im_sample")
 
-        self.sms, per_sm = self._device_facts()
         self.words = (self.n + 31) // 32
         free = self._free_memory()
-        want = warps or self.sms * per_sm * self.warps_per_block  # gIM Eq. 5, in warps
+        want = warps or self.sms * self.blocks_per_sm * self.warps_per_block  # gIM Eq. 5, in warps
         # bitmaps + staging + reservoir of all workers within ~15% of free memory
         max_set = self.n * self.rounds
         if stage_cap is None:
@@ -117,18 +157,11 @@ class CUDASampler(_Device):
         self.reservoirs = backend.empty((self.warps * self.res_cap,), np.int32, what="queue reservoirs")
         # next set, pool tail, deferred sets, sets finished, pool overflow: read back once per batch
         self.counters = backend.zeros((5,), np.uint64, what="sampler counters")
-        self.dummy = backend.zeros((1,), np.int64, what="dummy")
         self.pool_factor = 1.3  # pool = count * mean * factor + slack (tests shrink both to force retries)
         self.pool_slack = 32 * self.warps + 4096
         self.retries = 0
 
     # ---- sampling ---------------------------------------------------------------------------
-    def collection(self, j_begin: int):
-        return self._collection_cls(self.xp, self.backend, j_begin, self.n, self.rounds)
-
-    def synchronize(self) -> None:
-        self.backend.synchronize()
-
     def _launch_sample(self, warps, j_begin, count, use_list, j_list, stages, stage_cap, reservoirs, res_cap, pool,
                        set_start, set_size, deferred, pool_tail: int = 0) -> np.ndarray:
         """One im_sample launch on ``warps`` workers, appending to ``pool`` at ``pool_tail``; returns the
@@ -181,10 +214,7 @@ class CUDASampler(_Device):
         coll.reserve(count, total)
         first = coll.count
         coll._offsets[first + 1 : first + 1 + count] = xp.cumsum(set_size, dtype=xp.int64) + coll.total
-        dst = coll._offsets[first : first + count]
-        threads = 256
-        grid = int(min((count * 32 + threads - 1) // threads, self.sms * 64))
-        self.k_compact((max(1, grid),), (threads,), (pool, set_start, set_size, dst, _i64(count), coll._nodes))
+        self.compact(pool, set_start, set_size, coll._offsets[first : first + count], count, coll._nodes)
         coll.count += count
         coll.total += total
         del pool

@@ -472,6 +472,9 @@ def imm(
     }
     if ranks is not None:
         result["communication"] = ranks.communication()
+    sampler_stats = engine.sampler_stats()  # the sampler's instrumentation over the phases (fused)
+    if sampler_stats is not None:
+        result["sampler_stats"] = sampler_stats
     if model == "LT":
         result["lt_rescaled_nodes"] = rescaled
     if rounds == 1:

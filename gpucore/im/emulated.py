@@ -22,14 +22,17 @@ available = _emu.available
 kernel_names = _emu.kernel_names
 
 
-def _emulated(cls, sms: int, blocks_per_sm: int, free_bytes: int, queue_size: str):
-    """``cls`` (a CUDA sampler or selector) with the emulator's kernels and device facts."""
+def emulated_class(cls, sms: int, blocks_per_sm: int, free_bytes: int, queue_size: str | None = None):
+    """``cls`` (a CUDA sampler or selector of IM) with the emulator's kernels and the given device facts;
+    ``queue_size`` replaces ``im_sample``'s ``IM_QS`` (None: keep it)."""
 
     class Emulated(cls):
         name = cls.name + "-emulated"
 
         def _load(self, name, defines=()):
-            return _emu.load_module(name, tuple((k, queue_size if k == "IM_QS" else v) for k, v in defines))
+            if queue_size is not None:
+                defines = tuple((k, queue_size if k == "IM_QS" else v) for k, v in defines)
+            return _emu.load_module(name, tuple(defines))
 
         def _device_facts(self):
             return sms, blocks_per_sm
@@ -49,6 +52,6 @@ def emulated_engine(graph, model: str, rounds: int = 1, seed: int = 0, *, sms: i
 
     be = get_backend("cpu")
     facts = (sms, blocks_per_sm, free_bytes, str(int(queue_size or cuda_mod.QUEUE_SIZE)))
-    sampler = _emulated(cuda_mod.CUDASampler, *facts)(graph, model, rounds, seed, be, **kw)
-    selector = _emulated(cuda_mod.CUDASelector, *facts)(graph.n, rounds, be)
+    sampler = emulated_class(cuda_mod.CUDASampler, *facts)(graph, model, rounds, seed, be, **kw)
+    selector = emulated_class(cuda_mod.CUDASelector, *facts)(graph.n, rounds, be)
     return Engine(sampler, selector)

@@ -20,6 +20,10 @@ Attributes ``n``, ``rounds``, ``backend``, ``name``.
     differ). ``mean_hint`` is the mean set size seen so far (0.0 when unknown): a sizing hint only.
 ``synchronize()``
     Wait until the appended sets are in place (device work done).
+``stats()``, ``reset_stats()`` (optional)
+    Instrumentation of the sampler (a JSON-ready dict, summed over its calls since construction or
+    the last reset; the fused sampler's, ``docs/fuseim.md``); ``Engine.warm_up`` resets it, so an IMM
+    result's ``sampler_stats`` covers the timed phases.
 
 Selector contract (``CPUSelector`` / ``CUDASelector``)
 ------------------------------------------------------
@@ -63,7 +67,7 @@ from gpucore.errors import GpucoreError
 #: sampler name -> (module, factory name); the factory builds the sampler for a backend
 SAMPLERS = {
     "gim": ("gpucore.im.engine", "gim_sampler"),
-    "fused": ("gpucore.im.fused", "make_sampler"),
+    "fused": ("gpucore.im.fused", "fused_sampler"),
 }
 
 
@@ -148,6 +152,12 @@ class Engine:
         self.coverage(coll, [0])
         coll.release()
         self.synchronize()
+        if hasattr(self.sampler, "reset_stats"):
+            self.sampler.reset_stats()
+
+    def sampler_stats(self) -> dict | None:
+        """The sampler's ``stats()``, or None when it has no instrumentation."""
+        return self.sampler.stats() if hasattr(self.sampler, "stats") else None
 
 
 def make_engine(graph, model: str, rounds: int, seed: int, backend, sampler: str = "gim", **sampler_options) -> Engine:

@@ -11,15 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gpucore.im.driver as driver
 from gpucore.backend import get_backend
 from gpucore.graph import from_arcs
 from gpucore.im import imm
-from gpucore.im.cpu import CPUEngine
-from gpucore.im.fused import make_fused
-from gpucore.im.rrsets import FINAL_OFFSET
+from gpucore.im.cpu import CPUSampler
+from gpucore.im.engine import make_sampler
+from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
 from tests.im_graphs import pa_graph
+from tests.test_im_fused import same_imm
 
 
 def cuda():
@@ -28,6 +28,11 @@ def cuda():
 
 def cpu():
     return get_backend("cpu")
+
+
+def fused(graph, model, rounds, seed, **options):
+    """The fused sampler on the GPU, from the sampler registry."""
+    return make_sampler(graph, model, rounds, seed, cuda(), "fused", **options)
 
 
 def same_sets(a, b):
@@ -53,11 +58,10 @@ def test_sets_equal_unfused(graphs, model, rounds, width):
     names = ("wc", "p03") if (model, rounds) == ("IC", 1) else ("wc",)  # p = 0.3: large overlapping sets
     for name in names:
         g = graphs[name]
-        j0 = FINAL_OFFSET if width in (32, 256) else 0
-        want = engine_sets(CPUEngine(g, model, rounds, 11, cpu()), j0, 3001)
+        j0 = ESTIMATE_OFFSET if width in (32, 256) else 0
+        want = engine_sets(CPUSampler(g, model, rounds, 11, cpu()), j0, 3001)
         for order, tail, srt in (("none", "refill", True), ("rcm", "none", False), ("community", "refill", True)):
-            eng = make_fused(g, model, rounds, 11, cuda(), batch_width=width, order=order, tail=tail,
-                             sorted_sources=srt)
+            eng = fused(g, model, rounds, 11, batch_width=width, order=order, tail=tail, sorted_sources=srt)
             same_sets(want, engine_sets(eng, j0, 3001, batch=1100))
             assert_clean(eng)
             assert eng.stats()["traversals"] == 3001 * rounds
@@ -67,18 +71,18 @@ def test_sets_equal_unfused(graphs, model, rounds, width):
 def test_midsize_many_batches_and_levels_per_sync(model):
     # 200k nodes, 2M arcs, p = 0.05: hundreds of batches in flight on every SM
     g = pa_graph(200_000, 2_000_000, seed=12, prob=0.05 if model == "IC" else None)
-    want = engine_sets(CPUEngine(g, model, 1, 3, cpu()), 5, 40_000)
+    want = engine_sets(CPUSampler(g, model, 1, 3, cpu()), 5, 40_000)
     for kw in ({}, {"levels_per_sync": 1, "max_batches": 7}, {"batch_width": 256, "levels_per_sync": 16}):
-        eng = make_fused(g, model, 1, 3, cuda(), **kw)
+        eng = fused(g, model, 1, 3, **kw)
         same_sets(want, engine_sets(eng, 5, 40_000, batch=15_000))
         assert_clean(eng)
 
 
 def test_large_sets_pool_growth_and_list_rebuild():
     g = pa_graph(50_000, 500_000, seed=6, prob=0.4)  # every set holds most of the giant component
-    want = engine_sets(CPUEngine(g, "IC", 1, 8, cpu()), 0, 600)
+    want = engine_sets(CPUSampler(g, "IC", 1, 8, cpu()), 0, 600)
     assert np.diff(want[0]).mean() > 1000
-    eng = make_fused(g, "IC", 1, 8, cuda(), batch_width=64)
+    eng = fused(g, "IC", 1, 8, batch_width=64)
     eng.pool_factor = 0.001
     eng.list_cap = 64
     eng.lists = [eng.backend.empty((64,), np.uint64) for _ in range(2)]
@@ -91,25 +95,25 @@ def test_full_graph_sets_p1():
     n = 5000
     g = from_arcs(n, np.arange(n), (np.arange(n) + 1) % n, 1.0)  # every RR set is the whole cycle
     for model in ("IC", "LT"):
-        want = engine_sets(CPUEngine(g, model, 1, 0, cpu()), 0, 100)
+        want = engine_sets(CPUSampler(g, model, 1, 0, cpu()), 0, 100)
         assert np.all(np.diff(want[0]) == n)
-        eng = make_fused(g, model, 1, 0, cuda(), batch_width=32, levels_per_sync=64)
+        eng = fused(g, model, 1, 0, batch_width=32, levels_per_sync=64)
         same_sets(want, engine_sets(eng, 0, 100))
 
 
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3)])
-def test_imm_seeds_identical(graphs, model, rounds, monkeypatch):
+def test_imm_identical_to_cpu_gim(graphs, model, rounds):
     g = graphs["wc"]
     want = imm(g, 10, 0.3, model, rounds=rounds, seed=5, backend="cpu")
-    monkeypatch.setattr(driver, "make_engine", lambda graph, m, r, s, be: make_fused(graph, m, r, s, be,
-                                                                                       batch_width=64))
-    got = imm(g, 10, 0.3, model, rounds=rounds, seed=5, backend="cuda")
-    assert got["seeds"] == want["seeds"] and got["covered"] == want["covered"]
-    assert got["rr_elements"] == want["rr_elements"]
+    got = imm(g, 10, 0.3, model, rounds=rounds, seed=5, backend="cuda", sampler="fused",
+              sampler_options={"batch_width": 64})
+    same_imm(want, got)
+    assert got["sampler_stats"]["backend"] == "cuda"
+    assert got["sampler_stats"]["traversals"] == (got["theta"] + got["estimate_sets"]["count"]) * rounds
 
 
 def test_fusing_reads_fewer_edges_at_high_p(graphs):
-    eng = make_fused(graphs["p03"], "IC", 1, 2, cuda(), batch_width=128, order="rcm")
+    eng = fused(graphs["p03"], "IC", 1, 2, batch_width=128, order="rcm")
     engine_sets(eng, 0, 20_000)
     s = eng.stats()
     assert s["edge_reads"] * 10 < s["edge_reads_unfused"] and s["occupancy"] > 0.1

@@ -1,32 +1,34 @@
 """Fused RR-set sampling (FuseIM, Neff et al., ICS '24): B traversals share one frontier of bit masks.
 
-Entry point for the sampler registry::
+The ``fused`` sampler of the IM engine contract (``gpucore.im.engine.SAMPLERS``; ``gpucore im
+--sampler fused``)::
 
-    from gpucore.im.fused import make_fused
-    engine = make_fused(graph, "IC", rounds, seed, backend, batch_width=64, order="none",
-                        sorted_sources=True, tail="refill")
+    from gpucore.im.engine import make_sampler
+    sampler = make_sampler(graph, "IC", rounds, seed, backend, "fused", batch_width=64, order="none",
+                           sorted_sources=True, tail="refill")
 
-The engine has the interface of ``gpucore.im.cpu.CPUEngine`` / ``gpucore.im.cuda.CUDAEngine``
-(``collection``, ``sample_into``, ``greedy``, ``synchronize``) and ``stats()`` (instrumentation for
-the result JSON). Its sets equal the unfused sampler's set for set (same keys); see ``docs/fuseim.md``.
-Modules: ``batching`` (options, roots, dispatch order), ``layout`` (the reordered in-CSR),
-``cpu`` (Numba), ``cuda`` (CuPy + ``kernels/im/im_fused.cu``), ``emulated`` (the kernels on the CPU),
-``stats`` (counters).
+It has the sampler interface (``collection``, ``sample_into``, ``synchronize``) plus ``stats()`` and
+``reset_stats()`` (instrumentation, the result JSON's ``sampler_stats``); the engine pairs it with the
+backend's own greedy selector. Its sets equal the ``gim`` sampler's set for set (same keys); see
+``docs/fuseim.md``. Modules: ``batching`` (options, roots, dispatch order), ``layout`` (the reordered
+in-CSR), ``cpu`` (Numba), ``cuda`` (CuPy + ``kernels/im/im_fused.cu``), ``emulated`` (the kernels on the
+CPU), ``stats`` (counters).
 """
 
 from gpucore.im.fused.batching import TAILS, WIDTHS, FusedOptions
 
 
-def make_fused(graph, model: str, rounds: int, seed: int, backend, **options):
-    """The fused engine of ``backend`` (``options``: batch_width, order, sorted_sources, tail, and
-    backend knobs: ``workers``/``memory_limit`` on the CPU, ``max_batches``/``levels_per_sync`` on CUDA)."""
+def fused_sampler(graph, model: str, rounds: int, seed: int, backend, **options):
+    """The fused sampler of ``backend`` (``options``: batch_width, order, sorted_sources, tail, and backend
+    knobs: ``workers``/``memory_limit`` on the CPU, ``max_batches``/``levels_per_sync``/``mask_fraction``/
+    ``expand_threads`` on CUDA)."""
     if backend.is_cuda:
-        from gpucore.im.fused.cuda import FusedCUDAEngine
+        from gpucore.im.fused.cuda import FusedCUDASampler
 
-        return FusedCUDAEngine(graph, model, rounds, seed, backend, **options)
-    from gpucore.im.fused.cpu import FusedCPUEngine
+        return FusedCUDASampler(graph, model, rounds, seed, backend, **options)
+    from gpucore.im.fused.cpu import FusedCPUSampler
 
-    return FusedCPUEngine(graph, model, rounds, seed, backend, **options)
+    return FusedCPUSampler(graph, model, rounds, seed, backend, **options)
 
 
-__all__ = ["TAILS", "WIDTHS", "FusedOptions", "make_fused"]
+__all__ = ["TAILS", "WIDTHS", "FusedOptions", "fused_sampler"]

@@ -34,7 +34,7 @@ from numba import njit, prange
 
 from gpucore.backend import available_ram
 from gpucore.errors import OutOfMemoryError, format_bytes
-from gpucore.im.cpu import CPUEngine, lt_pick
+from gpucore.im.cpu import CPUSampler, lt_pick
 from gpucore.im.fused.batching import FusedOptions, dispatch_order, pieces, set_roots
 from gpucore.im.fused.layout import traversal_graph
 from gpucore.im.fused.stats import KERNEL_COUNTERS, Instrumented, SamplerStats
@@ -289,10 +289,11 @@ def scratch_bytes(n: int, words: int) -> int:
     return int(n) * words * (4 + 4 + 8) + 2 * 4 * int(n)
 
 
-class FusedCPUEngine(Instrumented, CPUEngine):
-    """``CPUEngine`` (its greedy selector, its host arrays) with the fused sampler (module docstring)."""
+class FusedCPUSampler(Instrumented, CPUSampler):
+    """The fused sampler on the CPU (module docstring): the ``fused`` sampler of ``gpucore.im.engine`` for the
+    CPU backend; ``CPUSampler`` holds its host graph arrays and collections (its own sampling is not used)."""
 
-    name = "cpu-fused"
+    name = "fused-cpu"
 
     def __init__(self, graph, model: str, rounds: int, seed: int, backend, batch_width: int = 64, order: str = "none",
                  sorted_sources: bool = True, tail: str = "refill", workers: int | None = None,

@@ -20,7 +20,7 @@ piece of a call (``batching.py``):
 3. compact: ``im_compact`` (of ``im_sample.cu``) copies the traversals' sets in order of i, so the
    collection holds set j = its T rounds, in order of j, exactly as the unfused sampler's.
 
-The selector is ``CUDAEngine``'s (this class subclasses it with a one-block gIM sampler, never run).
+The selector is the CUDA backend's own (``gpucore.im.engine.make_engine`` pairs them).
 Memory: each batch holds ``12 n W`` bytes (vis, nxt, touched ring) and G is the largest count within
 ``mask_fraction`` of free device memory, at most ``ceil(128 x SMs / W)`` batches (about 128 traversals
 in flight per SM); a graph whose single batch does not fit is refused with the bytes it needs.
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
-from gpucore.im.cuda import CUDAEngine
+from gpucore.im.cuda import CUDASamplerBase
 from gpucore.im.fused.batching import FusedOptions, pieces
 from gpucore.im.fused.layout import traversal_graph
 from gpucore.im.fused.stats import Instrumented, SamplerStats
@@ -55,16 +55,16 @@ def batch_bytes(n: int, words: int) -> int:
     return 12 * int(n) * words + 20 * 32 * words + 8 * words + 4
 
 
-class FusedCUDAEngine(Instrumented, CUDAEngine):
-    """``CUDAEngine`` (greedy selector, device facts) with the fused sampler (module docstring)."""
+class FusedCUDASampler(Instrumented, CUDASamplerBase):
+    """The fused sampler on one CUDA device (module docstring): the ``fused`` sampler of ``gpucore.im.engine``
+    for a CUDA backend; ``CUDASamplerBase`` holds its graph (in the traversal layout), device facts,
+    collections and compaction."""
 
-    name = "cuda-fused"
+    name = "fused-cuda"
 
     def __init__(self, graph, model: str, rounds: int, seed: int, backend, batch_width: int = 64, order: str = "none",
                  sorted_sources: bool = True, tail: str = "refill", max_batches: int | None = None,
                  levels_per_sync: int = 4, mask_fraction: float = 0.2, expand_threads: int = 256):
-        from gpucore.im.cpu import lt_prefix
-
         self.options = opts = FusedOptions(batch_width, order, sorted_sources, tail)
         if not (0.0 < float(mask_fraction) <= 0.9):
             raise GpucoreError(f"mask_fraction {mask_fraction}: must lie in (0, 0.9]")
@@ -75,27 +75,10 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
         W = opts.words
         if int(graph.n) * W >= 2**31:
             raise GpucoreError(f"{graph.path}: {graph.n:,} vertices x {W} mask words exceed 2^31; lower --batch-width")
-        super().__init__(graph, model, rounds, seed, backend, blocks=1, stage_cap=1)
+        super().__init__(graph, model, rounds, seed, backend)  # uploads _graph_arrays: the traversal layout
         be, n = backend, self.n
         self.levels_per_sync = int(levels_per_sync)
         self.expand_threads = int(expand_threads)
-        if order == "none":
-            old_of_new = np.arange(n, dtype=np.int32)
-            self.d["old_of_new"] = be.asarray(old_of_new, what="vertex order")
-            self.d["new_of_old"] = be.asarray(old_of_new.astype(np.int64), what="vertex order")
-            reorder_seconds = 0.0
-        else:
-            in_w, _ = graph.edge_probabilities(model)
-            indptr = np.ascontiguousarray(graph.in_indptr, dtype=np.int64)
-            in_w = np.ascontiguousarray(in_w, dtype=np.float32)
-            qcum = lt_prefix(indptr, in_w) if self.lt else np.zeros(1, dtype=np.int64)
-            tg = traversal_graph(indptr, np.ascontiguousarray(graph.in_src, dtype=np.int32),
-                                 np.ascontiguousarray(graph.in_eid, dtype=np.int32), in_w, qcum, self.lt, graph, order)
-            host = {"in_indptr": tg.in_indptr, "in_src": tg.in_src, "in_eid": tg.in_eid, "in_prob": tg.in_w,
-                    "qcum": tg.qcum, "old_of_new": tg.old_of_new, "new_of_old": tg.new_of_old}
-            self.d = {}  # the original-order arrays are not needed: free them before uploading these
-            self.d = {name: be.asarray(arr, what=f"graph array {name}") for name, arr in host.items()}
-            reorder_seconds = tg.seconds
         mod = self._load("im/im_fused")
         self.k_keys = mod.get_function("fz_keys")
         self.k_expand = mod.get_function("fz_expand_lt" if self.lt else "fz_expand_ic")
@@ -133,7 +116,16 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
         self.pool_factor = 1.3  # pool = traversals x mean size x factor + slack; tests shrink it to force growth
         self._clean = True  # the batch state is all zero (false while a piece runs, and after one failed)
         self._stats = SamplerStats(opts, "cuda", G, G * per_batch, 8, sync=be.synchronize)
-        self._stats.reorder_seconds = reorder_seconds
+        self._stats.reorder_seconds = self._reorder_seconds
+
+    def _graph_arrays(self, graph, model: str) -> dict:
+        """The in-CSR relabelled by the vertex order (``layout.py``), with both maps of the order."""
+        host = super()._graph_arrays(graph, model)
+        tg = traversal_graph(host["in_indptr"], host["in_src"], host["in_eid"], host["in_prob"], host["qcum"], self.lt,
+                             graph, self.options.order)
+        self._reorder_seconds = tg.seconds
+        return {"in_indptr": tg.in_indptr, "in_src": tg.in_src, "in_eid": tg.in_eid, "in_prob": tg.in_w,
+                "qcum": tg.qcum, "old_of_new": tg.old_of_new, "new_of_old": tg.new_of_old}
 
     # ---- sampling ---------------------------------------------------------------------------
     def sample_into(self, coll, count: int, mean_hint: float) -> None:
@@ -206,9 +198,7 @@ class FusedCUDAEngine(Instrumented, CUDAEngine):
             coll.reserve(sets, added)
             first = coll.count
             coll._offsets[first + 1 : first + 1 + sets] = ends[T - 1 :: T]
-            dst = ends - trav_size
-            grid = int(max(1, min((total * 32 + 255) // 256, self.sms * 64)))
-            self.k_compact((grid,), (256,), (self.pool, trav_start, trav_size, dst, _i64(total), coll._nodes))
+            self.compact(self.pool, trav_start, trav_size, ends - trav_size, total, coll._nodes)
             coll.count += sets
             coll.total += added
         del self.pool

@@ -1,12 +1,13 @@
 """The fused CUDA sampler with its kernels run in the CPU emulator (``gpucore.kernels.emulator``).
 
-``emulated_fused_engine(graph, model, rounds, seed, **options)`` is a ``FusedCUDAEngine`` whose arrays
-are NumPy arrays and whose kernels (``im_fused.cu``, and ``im_sample.cu`` / ``im_greedy.cu`` for
-compaction and the selector) are the unmodified sources compiled by the emulator: the real driver
-code of ``gpucore.im.fused.cuda`` runs, level loop, pool and list growth included. Device facts are
-given (``sms``, ``blocks_per_sm``, ``free_bytes``); expansion blocks are ``expand_threads`` wide;
-``schedule`` (a seed) runs the fused kernels on a random interleaving of their threads (preemption
-at atomics), to shake out races inside a block.
+``emulated_fused_sampler(graph, model, rounds, seed, backend, **options)`` is a ``FusedCUDASampler`` whose
+arrays are NumPy arrays and whose kernels (``im_fused.cu``, and ``im_sample.cu`` for compaction) are the
+unmodified sources compiled by the emulator: the real driver code of ``gpucore.im.fused.cuda`` runs,
+level loop, pool and list growth included. It has the signature of a sampler factory of
+``gpucore.im.engine.SAMPLERS`` (``backend``: the cpu backend, or None), so a test can register it
+and run IMM through the registry. Device facts are given (``sms``, ``blocks_per_sm``, ``free_bytes``);
+expansion blocks are ``expand_threads`` wide; ``schedule`` (a seed) runs the fused kernels on a
+random interleaving of their threads (preemption at atomics), to shake out races inside a block.
 Blocks run one after another, so races between blocks are left to ``tests/gpu``. Slow: keep graphs,
 ``max_batches`` and grids small.
 """
@@ -15,32 +16,32 @@ from __future__ import annotations
 
 from gpucore.kernels import emulator as _emu
 
-MODULES = ("im/im_fused", "im/im_sample", "im/im_greedy")
+MODULES = ("im/im_fused", "im/im_sample")
 
 available = _emu.available
 
 
-def emulated_fused_engine(graph, model: str, rounds: int = 1, seed: int = 0, *, sms: int = 1, blocks_per_sm: int = 2,
-                          free_bytes: int = 1 << 28, expand_threads: int = 64, schedule: int = 0, **options):
-    """A ``FusedCUDAEngine`` on NumPy arrays whose kernels run in the emulator (module docstring)."""
+def emulated_fused_sampler(graph, model: str, rounds: int = 1, seed: int = 0, backend=None, *, sms: int = 1,
+                           blocks_per_sm: int = 2, free_bytes: int = 1 << 28, expand_threads: int = 64,
+                           schedule: int = 0, **options):
+    """A ``FusedCUDASampler`` on NumPy arrays whose kernels run in the emulator (module docstring)."""
     from gpucore.backend import get_backend
-    from gpucore.im.fused.cuda import FusedCUDAEngine
+    from gpucore.im.emulated import emulated_class
+    from gpucore.im.fused.cuda import FusedCUDASampler
 
-    class EmulatedFusedCUDAEngine(FusedCUDAEngine):
-        name = "cuda-fused-emulator"
+    be = get_backend("cpu") if backend is None else backend
+    if be.is_cuda:
+        raise ValueError("the emulated fused sampler runs on NumPy arrays: give it the cpu backend")
+    cls = emulated_class(FusedCUDASampler, sms, blocks_per_sm, free_bytes)
+    if schedule:
 
-        def _load(self, name, defines=()):
-            lib = _emu.load_module(name, tuple(defines))
-            return _Scheduled(lib, _emu.Schedule(schedule)) if schedule and name == "im/im_fused" else lib
+        class Scheduled(cls):
+            def _load(self, name, defines=()):
+                lib = super()._load(name, defines)
+                return _Scheduled(lib, _emu.Schedule(schedule)) if name == "im/im_fused" else lib
 
-        def _device_facts(self):
-            return sms, blocks_per_sm
-
-        def _free_memory(self):
-            return free_bytes
-
-    return EmulatedFusedCUDAEngine(graph, model, rounds, seed, get_backend("cpu"), expand_threads=expand_threads,
-                                   **options)
+        cls = Scheduled
+    return cls(graph, model, rounds, seed, be, expand_threads=expand_threads, **options)
 
 
 class _Scheduled:
