@@ -94,20 +94,20 @@ def test_midsize_many_batches_and_levels_per_sync(midsize, model):
         assert_clean(eng)
 
 
-# (model, max_batches, width, levels_per_sync, tail): fewer batches than a call needs, so every batch is
-# extracted and reloaded many times in one call (the first two failed on the H100 before the fz_load fix:
-# thousands of sets lost their roots, most of them empty)
-RELOADED = [("IC", 1, 64, 4, "refill"), ("IC", 4, 64, 4, "refill"), ("IC", 1, 32, 1, "none"),
-            ("IC", 2, 256, 16, "none"), ("LT", 1, 64, 1, "refill"), ("LT", 4, 128, 4, "none")]
+# (model, max_batches, width, levels_per_sync, tail, sets per call): fewer batches than a call needs, so
+# every batch is extracted and reloaded many times in one call. The first two are the probe's cases that
+# failed on the H100 before the fz_load fix (thousands of sets lost their roots, most of them empty).
+RELOADED = [("IC", 1, 64, 4, "refill", 5000), ("IC", 4, 64, 4, "refill", 5000), ("IC", 1, 32, 1, "none", 1700),
+            ("IC", 2, 256, 16, "none", 1700), ("LT", 1, 64, 1, "refill", 1700), ("LT", 4, 128, 4, "none", 5000)]
 
 
-@pytest.mark.parametrize("model,max_batches,width,levels,tail", RELOADED)
-def test_batches_reloaded_many_times(midsize, model, max_batches, width, levels, tail):
+@pytest.mark.parametrize("model,max_batches,width,levels,tail,per_call", RELOADED)
+def test_batches_reloaded_many_times(midsize, model, max_batches, width, levels, tail, per_call):
     graphs, reference = midsize
     eng = fused(graphs[model], model, 1, 3, max_batches=max_batches, batch_width=width, levels_per_sync=levels,
                 tail=tail)
     assert eng.batches == max_batches
-    same_sets(reference(model, 5000), engine_sets(eng, 5, 5000, batch=1700))  # calls of 1700, 1700, 1600 sets
+    same_sets(reference(model, 5000), engine_sets(eng, 5, 5000, batch=per_call))
     assert_clean(eng)
     s = eng.stats()
     assert s["traversals"] == 5000 and s["extractions"] >= 5000 // width
