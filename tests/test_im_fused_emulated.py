@@ -70,9 +70,10 @@ REUSE = [(1, 32, 1, "none", "IC"), (1, 64, 4, "refill", "IC"), (2, 32, 4, "refil
 
 @pytest.mark.parametrize("max_batches,width,levels,tail,model", REUSE)
 def test_batches_reloaded_many_times(max_batches, width, levels, tail, model):
-    """Fewer batches than a call needs: every batch is extracted and reloaded many times per call
-    (the path that failed on the H100, tests/gpu/test_im_fused_cuda.py::test_batches_reloaded_many_times),
-    on a PA graph at p = 0.1, calls of a few hundred sets, garbage in every uninitialised array."""
+    """Fewer batches than a call needs: every batch is extracted and reloaded many times per call, on a
+    PA graph at p = 0.1, calls of a few hundred sets, garbage in every uninitialised array. This path
+    failed on the H100 through nvcc's optimiser (a load of tbase[g] kept across a __syncthreads), which
+    g++ does not reproduce: tests/gpu/test_im_fused_cuda.py::test_batches_reloaded_many_times shows that."""
     g = pa_graph(2000, 20_000, seed=12, prob=0.1 if model == "IC" else None)
     want = engine_sets(CPUSampler(g, model, 1, 3, CPU), 5, 420)
     eng = emulated_fused_sampler(g, model, 1, 3, sms=4, poison=True, max_batches=max_batches, batch_width=width,
