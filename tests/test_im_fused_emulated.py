@@ -23,7 +23,7 @@ from gpucore.im.fused.cpu import FusedCPUSampler
 from gpucore.im.fused.emulated import available, emulated_fused_sampler
 from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
-from tests.im_graphs import dense_graph, wc_graph
+from tests.im_graphs import dense_graph, pa_graph, wc_graph
 from tests.test_im_fused import same_imm
 
 pytestmark = pytest.mark.skipif(not available(), reason="g++ not available")
@@ -61,6 +61,42 @@ def test_equal_to_unfused_and_cpu_fused(graphs, model, rounds, width):
             assert eng.stats()["traversals"] == 211 * rounds
         cpu = FusedCPUSampler(g, model, rounds, 9, CPU, batch_width=width)
         same(want, engine_sets(cpu, j0, 211))
+
+
+# (max_batches, width, levels_per_sync, tail, model): every pair of the first four options' values
+REUSE = [(1, 32, 1, "none", "IC"), (1, 64, 4, "refill", "IC"), (2, 32, 4, "refill", "LT"),
+         (2, 64, 1, "refill", "IC"), (2, 64, 4, "none", "LT")]
+
+
+@pytest.mark.parametrize("max_batches,width,levels,tail,model", REUSE)
+def test_batches_reloaded_many_times(max_batches, width, levels, tail, model):
+    """Fewer batches than a call needs: every batch is extracted and reloaded many times per call, on a
+    PA graph at p = 0.1, calls of a few hundred sets, garbage in every uninitialised array. This path
+    failed on the H100 through nvcc's optimiser (a load of tbase[g] kept across a __syncthreads), which
+    g++ does not reproduce: tests/gpu/test_im_fused_cuda.py::test_batches_reloaded_many_times shows that."""
+    g = pa_graph(2000, 20_000, seed=12, prob=0.1 if model == "IC" else None)
+    want = engine_sets(CPUSampler(g, model, 1, 3, CPU), 5, 420)
+    eng = emulated_fused_sampler(g, model, 1, 3, sms=4, poison=True, max_batches=max_batches, batch_width=width,
+                                 levels_per_sync=levels, tail=tail, sorted_sources=width == 64)
+    same(want, engine_sets(eng, 5, 420, batch=300))  # 300 and 120 sets: every batch loaded 2 to 10 times a call
+    assert_clean(eng)
+    s = eng.stats()
+    assert s["traversals"] == 420 and s["extractions"] >= 420 // width
+
+
+def test_successive_calls_of_any_size(graphs):
+    """Calls smaller than a batch, no multiple of the width, one set, then larger ones, on one sampler:
+    the batch state, counters and pool start afresh each call and the sets continue at the next j."""
+    g = graphs["wc"]
+    want = engine_sets(CPUSampler(g, "IC", 2, 7, CPU), 0, 1 + 7 + 70 + 130 + 200)
+    eng = emulated_fused_sampler(g, "IC", 2, 7, sms=2, poison=True, max_batches=2, batch_width=64,
+                                 levels_per_sync=2)
+    coll = eng.collection(0)
+    for count in (1, 7, 70, 130, 200):
+        eng.sample_into(coll, count, coll.mean_size)
+        assert_clean(eng)
+    same(want, coll.host_sets())
+    assert eng.stats()["traversals"] == 2 * 408
 
 
 @pytest.mark.parametrize("model", ["IC", "LT"])

@@ -3,7 +3,9 @@
 Run on the GPU machine: ``python -m pytest -m gpu tests/gpu/test_im_fused_cuda.py -v`` (one to two minutes,
 most of it the CPU reference sets).
 What the emulator cannot show is checked here: many batches in flight at once on every SM (atomics on
-shared masks from different blocks, the device-wide frontier lists), large graphs and large sets.
+shared masks from different blocks, the device-wide frontier lists), large graphs and large sets, many
+extraction blocks per batch, and what nvcc's optimiser does that g++'s does not (it kept a load of a
+``__restrict__`` array across a ``__syncthreads``: ``test_batches_reloaded_many_times``).
 """
 
 from __future__ import annotations
@@ -67,15 +69,63 @@ def test_sets_equal_unfused(graphs, model, rounds, width):
             assert eng.stats()["traversals"] == 3001 * rounds
 
 
+@pytest.fixture(scope="module")
+def midsize():
+    """200k nodes, 2M arcs (IC at p = 0.05, LT weighted cascade), and a cache of their CPU reference sets."""
+    graphs = {m: pa_graph(200_000, 2_000_000, seed=12, prob=0.05 if m == "IC" else None) for m in ("IC", "LT")}
+    cache = {}
+
+    def want(model, count):
+        if (model, count) not in cache:
+            cache[model, count] = engine_sets(CPUSampler(graphs[model], model, 1, 3, cpu()), 5, count)
+        return cache[model, count]
+
+    return graphs, want
+
+
 @pytest.mark.parametrize("model", ["IC", "LT"])
-def test_midsize_many_batches_and_levels_per_sync(model):
-    # 200k nodes, 2M arcs, p = 0.05: hundreds of batches in flight on every SM
-    g = pa_graph(200_000, 2_000_000, seed=12, prob=0.05 if model == "IC" else None)
-    want = engine_sets(CPUSampler(g, model, 1, 3, cpu()), 5, 40_000)
+def test_midsize_many_batches_and_levels_per_sync(midsize, model):
+    # hundreds of batches in flight on every SM
+    graphs, reference = midsize
+    g, want = graphs[model], reference(model, 40_000)
     for kw in ({}, {"levels_per_sync": 1, "max_batches": 7}, {"batch_width": 256, "levels_per_sync": 16}):
         eng = fused(g, model, 1, 3, **kw)
         same_sets(want, engine_sets(eng, 5, 40_000, batch=15_000))
         assert_clean(eng)
+
+
+# (model, max_batches, width, levels_per_sync, tail, sets per call): fewer batches than a call needs, so
+# every batch is extracted and reloaded many times in one call. The first two are the probe's cases that
+# failed on the H100 before the fz_load fix (thousands of sets lost their roots, most of them empty).
+RELOADED = [("IC", 1, 64, 4, "refill", 5000), ("IC", 4, 64, 4, "refill", 5000), ("IC", 1, 32, 1, "none", 1700),
+            ("IC", 2, 256, 16, "none", 1700), ("LT", 1, 64, 1, "refill", 1700), ("LT", 4, 128, 4, "none", 5000)]
+
+
+@pytest.mark.parametrize("model,max_batches,width,levels,tail,per_call", RELOADED)
+def test_batches_reloaded_many_times(midsize, model, max_batches, width, levels, tail, per_call):
+    graphs, reference = midsize
+    eng = fused(graphs[model], model, 1, 3, max_batches=max_batches, batch_width=width, levels_per_sync=levels,
+                tail=tail)
+    assert eng.batches == max_batches
+    same_sets(reference(model, 5000), engine_sets(eng, 5, 5000, batch=per_call))
+    assert_clean(eng)
+    s = eng.stats()
+    assert s["traversals"] == 5000 and s["extractions"] >= 5000 // width
+
+
+@pytest.mark.parametrize("model", ["IC", "LT"])
+def test_successive_calls_of_any_size(midsize, model):
+    """One sampler, calls of 1 set, fewer sets than a batch, no multiple of the width, then large calls
+    (the first ones use one batch, the last ones reload theirs): each continues at the next j."""
+    graphs, reference = midsize
+    eng = fused(graphs[model], model, 1, 3, max_batches=16)
+    coll = eng.collection(5)
+    for count in (1, 7, 70, 1300, 3622):
+        eng.sample_into(coll, count, coll.mean_size)
+        assert_clean(eng)
+    eng.synchronize()
+    same_sets(reference(model, 5000), coll.host_sets())
+    assert eng.stats()["traversals"] == 5000
 
 
 def test_large_sets_pool_growth_and_list_rebuild():

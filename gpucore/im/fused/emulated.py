@@ -7,13 +7,19 @@ level loop, pool and list growth included. It has the signature of a sampler fac
 ``gpucore.im.engine.SAMPLERS`` (``backend``: the cpu backend, or None), so a test can register it
 and run IMM through the registry. Device facts are given (``sms``, ``blocks_per_sm``, ``free_bytes``);
 expansion blocks are ``expand_threads`` wide; ``schedule`` (a seed) runs the fused kernels on a
-random interleaving of their threads (preemption at atomics), to shake out races inside a block.
-Blocks run one after another, so races between blocks are left to ``tests/gpu``. Slow: keep graphs,
-``max_batches`` and grids small.
+random interleaving of their threads (preemption at atomics), to shake out races inside a block;
+``poison`` fills every array the driver allocates with ``backend.empty`` (and the collections' arrays)
+with garbage bytes, as uninitialised device memory may hold, so that reading one before writing it
+shows. Blocks run one after another, so races between blocks are left to ``tests/gpu``; so is what the
+device compiler may do that g++ does not (e.g. keep a load of a ``__restrict__`` array across a
+``__syncthreads``). Slow: keep graphs, ``max_batches`` and grids small.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from gpucore.backend import Backend, get_backend
 from gpucore.kernels import emulator as _emu
 
 MODULES = ("im/im_fused", "im/im_sample")
@@ -23,15 +29,16 @@ available = _emu.available
 
 def emulated_fused_sampler(graph, model: str, rounds: int = 1, seed: int = 0, backend=None, *, sms: int = 1,
                            blocks_per_sm: int = 2, free_bytes: int = 1 << 28, expand_threads: int = 64,
-                           schedule: int = 0, **options):
+                           schedule: int = 0, poison: bool = False, **options):
     """A ``FusedCUDASampler`` on NumPy arrays whose kernels run in the emulator (module docstring)."""
-    from gpucore.backend import get_backend
     from gpucore.im.emulated import emulated_class
     from gpucore.im.fused.cuda import FusedCUDASampler
 
     be = get_backend("cpu") if backend is None else backend
     if be.is_cuda:
         raise ValueError("the emulated fused sampler runs on NumPy arrays: give it the cpu backend")
+    if poison:
+        be = PoisonedBackend(be.name, be.xp)
     cls = emulated_class(FusedCUDASampler, sms, blocks_per_sm, free_bytes)
     if schedule:
 
@@ -52,3 +59,14 @@ class _Scheduled:
 
     def get_function(self, name):
         return self.library.kernel(name, schedule=self.schedule)
+
+
+class PoisonedBackend(Backend):
+    """The cpu backend whose ``empty`` arrays hold garbage (every byte POISON), like fresh device memory."""
+
+    POISON = 0xA7
+
+    def empty(self, shape, dtype, what: str = "array"):
+        out = super().empty(shape, dtype, what)
+        out.view(np.uint8)[...] = self.POISON
+        return out

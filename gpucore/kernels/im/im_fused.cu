@@ -406,16 +406,21 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
     }
 }
 
-// Loads the next traversals of the dispatch order into the free slots of batch g (all threads call it).
+// Loads the next traversals of the dispatch order into the free slots of batch g, then publishes the batch's
+// slots (occ) and the live part of its ring (tbase, tcount); all threads call it. The caller hands over what
+// every thread needs in shared memory or as a value, never through global memory another thread of the block
+// has just written: s_occ (occupied slots) and *s_tc (live ring entries), set before the call, and rstart (the
+// ring's start). (nvcc may reuse a load of a __restrict__ array made before a __syncthreads: a thread that
+// re-read tbase[g] here after thread 0 rewrote it got the old start, so reloaded roots went outside the live
+// ring, their sets lost them and their bits were never cleared.)
 __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total,
                         int use_order, const gc_i64* __restrict__ order, const gc_i64* __restrict__ new_of_old,
-                        unsigned int* __restrict__ nxt, const int* tbase, int* tcount, unsigned int* occ,
+                        unsigned int* __restrict__ nxt, int rstart, int* tbase, int* tcount, unsigned int* occ,
                         gc_i64* __restrict__ slot_tr, gc_u64* __restrict__ slot_key, int* __restrict__ slot_off,
                         gc_u64* __restrict__ list, gc_u64 cap, gc_u64* __restrict__ ctl, int idx, unsigned* s_occ,
-                        int* s_warp, gc_i64* s_base) {
+                        int* s_tc, int* s_warp, gc_i64* s_base) {
     const int tid = threadIdx.x, lane = tid & 31, g = b.g;
-    if (tid < b.W) s_occ[tid] = occ[g * b.W + tid];
-    __syncthreads();
+    __syncthreads();  // the caller's s_occ and *s_tc
     const bool is_free = tid < b.B && !((s_occ[tid >> 5] >> (tid & 31)) & 1u);
     const unsigned m = __ballot_sync(FZ_FULL, is_free);
     if (lane == 0) s_warp[tid >> 5] = __popc(m);
@@ -445,11 +450,15 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
         touch = atomicOr(&b.vis[word], 1u << (s & 31)) == 0u;
         push = atomicOr(&nxt[(gc_i64)g * b.nW + word], 1u << (s & 31)) == 0u;
     }
-    fz_ring_warp(touch, (int)word, b.ring, b.nW, tbase[g], tcount + g, lane);
+    fz_ring_warp(touch, (int)word, b.ring, b.nW, rstart, s_tc, lane);
     const bool fits = fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)x, list, cap, &ctl[idx], lane);
     if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
     __syncthreads();
     if (tid < b.W) occ[g * b.W + tid] = s_occ[tid];
+    if (tid == 0) {
+        tbase[g] = rstart;
+        tcount[g] = *s_tc;
+    }
 }
 
 extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin,
@@ -470,7 +479,7 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
     __shared__ int s_cnt[FZ_THREADS];
     __shared__ gc_i64 s_pos[FZ_THREADS];
     __shared__ int s_warp[FZ_THREADS / 32];
-    __shared__ int s_flag;
+    __shared__ int s_flag, s_tc;
     __shared__ gc_i64 s_base;
     __shared__ gc_u64 s_unfused;
     const FzBatch b = fz_batch(n, W, vis, touched);
@@ -479,9 +488,12 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
     const int mode = emode[g];
     if (b.x == 0 && tid < W) act[g * W + tid] = 0u;  // fz_decide has read it; the next level marks anew
     if (mode == FZ_ABORT && b.x == 0 && tid < b.B) gcnt[g * b.B + tid] = 0;  // counts are redone next time
-    if (mode == FZ_LOAD && b.x == 0)
-        fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, tbase, tcount, occ, slot_tr,
-                slot_key, slot_off, list, cap, ctl, idx, s_occ, s_warp, &s_base);
+    if (mode == FZ_LOAD && b.x == 0) {
+        if (tid < W) s_occ[tid] = occ[g * W + tid];
+        if (tid == 0) s_tc = tcount[g];
+        fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, tbase[g], tbase, tcount, occ,
+                slot_tr, slot_key, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
+    }
     if (mode != FZ_EXTRACT) return;
     if (tid < W) s_fin[tid] = efin[g * W + tid];
     if (tid == 0) s_unfused = 0;
@@ -520,22 +532,18 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
         fz_ring_warp(keep, word, b.ring, b.nW, fresh_start, tnew + g, lane);
     }
     if (!fz_last_block(&done[2 * g + 1], b.X, &s_flag)) return;
-    if (tid == 0) {  // the batch's new ring part, its free slots, the counts for next time
-        tbase[g] = fresh_start;
-        tcount[g] = ((volatile int*)tnew)[g];
+    if (tid == 0) {  // the batch's new ring part (fz_load publishes it), the counters
+        s_tc = ((volatile int*)tnew)[g];
         int nfin = 0;
-        for (int w = 0; w < W; ++w) {
-            occ[g * W + w] &= ~s_fin[w];
-            nfin += __popc(s_fin[w]);
-        }
+        for (int w = 0; w < W; ++w) nfin += __popc(s_fin[w]);
         atomicAdd(&stats[FZ_S_EXTRACT], 1ULL);
         atomicAdd(&stats[FZ_S_TRAV], (gc_u64)nfin);
         atomicAdd(&ctl[FZ_WRITTEN], (gc_u64)nfin);
     }
-    if (tid < b.B) gcnt[g * b.B + tid] = 0;
-    __syncthreads();
-    fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, tbase, tcount, occ, slot_tr,
-            slot_key, slot_off, list, cap, ctl, idx, s_occ, s_warp, &s_base);
+    if (tid < W) s_occ[tid] = occ[g * W + tid] & ~s_fin[tid];  // the ended slots are free
+    if (tid < b.B) gcnt[g * b.B + tid] = 0;                    // the counts for next time
+    fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, fresh_start, tbase, tcount, occ,
+            slot_tr, slot_key, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
 }
 
 // Rebuilds list `idx` from nxt after an overflow: one entry per (batch, vertex) with a nonzero word.
