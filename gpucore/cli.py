@@ -15,7 +15,9 @@ import importlib
 import os
 import sys
 
+import gpucore
 from gpucore import dist
+from gpucore.commands.common import check_outputs
 from gpucore.errors import GpucoreError
 
 #: subcommand -> module under gpucore.commands (imported only when that command runs)
@@ -31,6 +33,7 @@ COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpucore", description="GPU influence-analysis solvers and their oracle.")
+    parser.add_argument("--version", action="version", version=f"gpucore {gpucore.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(f"gpucore.commands.{module_name}")
@@ -59,6 +62,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:  # the option parsers of gpucore.commands.common raise GpucoreError: one line, exit 2
         args = parser.parse_args(argv)
+        check_outputs(args)
         comm = dist.init()
     except GpucoreError as exc:
         print(f"gpucore: error: {exc}", file=sys.stderr)
