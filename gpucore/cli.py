@@ -11,6 +11,7 @@ are off), and a rank that fails prints ``gpucore: error: [rank r] ...`` and ends
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -68,7 +69,12 @@ def main(argv=None) -> int:
         print(f"gpucore: error: {exc}", file=sys.stderr)
         return 2
     _quiet_unless_root(comm)
-    return dist.run_guarded(comm, lambda: _run(args))
+    status = dist.run_guarded(comm, lambda: _run(args))
+    if argv is None:  # the program itself (not a test calling main): it is about to exit
+        # Python's teardown would collect every object of Numba and LLVM, about 0.7 s; frozen objects are
+        # left to the operating system, so the program ends as soon as its work does (and after a Ctrl-C)
+        gc.freeze()
+    return status
 
 
 if __name__ == "__main__":
