@@ -94,13 +94,18 @@ def direction_flag(name):
     return "--directed" if spec["entry"]["directed"] else "--undirected"
 
 
-def expected_size(name):
-    """{'n', 'm', 'exact'} from the registry (None for generated graphs)."""
+def expected_graph(name):
+    """{'n', 'm', 'exact', 'arcs_sha256'} from the registry (None for generated graphs)."""
     spec = dataset_spec(name)
     if "entry" not in spec:
-        return {"n": None, "m": None, "exact": False}
+        return {"n": None, "m": None, "exact": False, "arcs_sha256": None}
     entry = spec["entry"]
-    return {"n": entry.get("n"), "m": entry.get("m"), "exact": bool(entry.get("exact"))}
+    return {
+        "n": entry.get("n"),
+        "m": entry.get("m"),
+        "exact": bool(entry.get("exact")),
+        "arcs_sha256": entry.get("arcs_sha256"),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,15 +293,15 @@ def edge_list_of(wildcards):
 
 
 def preprocess_params(wildcards):
-    """params of the preprocess rule: direction flag, weight and cost schemes, their seed, and the
-    registry's expected size."""
+    """params of the preprocess rule: direction flag, weight and cost schemes, their seed, and what the
+    registry expects of the graph (size, arc-set digest)."""
     spec = dataset_spec(wildcards.dataset)
     return {
         "direction": direction_flag(wildcards.dataset),
         "weights": spec["weights"],
         "cost": spec["cost"],
         "seed": spec["seed"],
-        "expected": expected_size(wildcards.dataset),
+        "expected": expected_graph(wildcards.dataset),
     }
 
 
@@ -352,4 +357,5 @@ def dataset_table_spec(name):
         "expected_m": entry.get("m"),
         "exact": bool(entry.get("exact")),
         "sha256": entry.get("sha256"),
+        "arcs_sha256": entry.get("arcs_sha256"),
     }

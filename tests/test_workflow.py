@@ -479,6 +479,43 @@ def test_corrupt_file_in_a_local_mirror_directory(toy_mirror, tmp_path):
     _assert_failed_cleanly(wd, proc.stdout + proc.stderr, "toy-undirected", file)
 
 
+def test_origin_file_with_other_bytes_rebuilds_the_reference_graph(toy_mirror, http_mirror, tmp_path):
+    """A registry entry whose `sha256` is a curated copy's (scope mirror) and whose `arcs_sha256` is that
+    copy's graph: the origin's file (other compression, line order and header, repeated lines) is not
+    byte-checked but its graph is, and it preprocesses to the reference .gcsr; a file holding another
+    graph fails preprocessing with a message naming both digests."""
+    from gpucore.graph import preprocess
+
+    folder, graphs, registry = toy_mirror
+    key, curated = "toy-directed", folder / graphs["toy-directed"]["file"]
+    reference = preprocess(curated, tmp_path / "reference.gcsr", undirected=False, show_progress=False)
+    lines = gzip.decompress(curated.read_bytes()).decode().splitlines()[1:]
+    rng = np.random.default_rng(7)
+    origin_lines = list(rng.permutation(lines)) + lines[:25]
+    served = {"same": "# SNAP header\n" + "\n".join(origin_lines) + "\n",
+              "other": "\n".join(lines[:100] + lines[103:]) + "\n"}
+    for case, text in served.items():
+        site = tmp_path / f"site-{case}"
+        site.mkdir()
+        (site / "toy.txt.bz2").write_bytes(bz2.compress(text.encode()))
+        url = http_mirror(site)
+        entry = dict(registry[key], url=f"{url}/toy.txt.bz2", sha256_scope="mirror",
+                     arcs_sha256=reference["arcs_sha256"])
+        (tmp_path / case).mkdir()
+        wd = toy_workdir(tmp_path / case, {key: entry})
+        proc = snakemake(wd, f"resources/graphs/{key}.gcsr", "--cores", "1", "--config",
+                         "registry=config/test-registry.yaml", check=False)
+        log = (wd / "logs" / "preprocess" / f"{key}.log").read_text()
+        if case == "same":
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            stats = json.loads((wd / "resources" / "graphs" / f"{key}.gcsr.json").read_text())
+            assert stats["sha256"] == reference["sha256"] and "ok: arc set = the reference copy's" in log
+        else:
+            assert proc.returncode != 0 and "this file holds another graph than the reference copy" in log
+            assert reference["arcs_sha256"][:16] in log
+            assert not (wd / "resources" / "graphs" / f"{key}.gcsr").exists()
+
+
 def test_reference_config_works_from_its_mirror(shared_data, tmp_path):
     """config/reference-gpu.yaml from a folder holding the files it lists: every download is checked."""
     wd = workdir(tmp_path)

@@ -14,7 +14,7 @@ import numpy as np
 
 from gpucore.errors import GpucoreError
 from gpucore.graph.costs import parse_cost, vertex_costs
-from gpucore.graph.csr import build_csr, relabel
+from gpucore.graph.csr import arc_set_sha256, build_csr, relabel
 from gpucore.graph.edgelist import read_edge_list
 from gpucore.graph.gcsr import VERSION, write_gcsr
 from gpucore.graph.integrity import write_sidecar
@@ -70,6 +70,7 @@ def preprocess(
         "format_version": VERSION,
         "source": source.name,
         "source_sha256": edges.sha256,
+        "arcs_sha256": arc_set_sha256(original, csr.out_indptr, csr.out_dst),
         "source_lines": edges.lines,
         "edge_lines": edge_lines,
         "directed_source": not undirected,

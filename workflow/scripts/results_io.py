@@ -277,7 +277,9 @@ def collect_im(cells: list[dict], sidecars: dict[str, dict]) -> pd.DataFrame:
 
 
 def dataset_row(name: str, stats: dict, spec: dict) -> dict:
-    """`spec`: {'source': 'generated'|'registry', 'title', 'expected_n', 'expected_m', 'exact', 'sha256'}."""
+    """`spec`: {'source': 'generated'|'registry', 'title', 'expected_n', 'expected_m', 'exact', 'sha256',
+    'arcs_sha256'}. `sha256_check` is about the file's bytes, `arcs_check` about the graph (the one that
+    decides whether a reference run can be rebuilt; preprocessing already failed on a mismatch)."""
     exp_n, exp_m = spec.get("expected_n"), spec.get("expected_m")
     if exp_n is None and exp_m is None:
         size_check = "-"
@@ -292,6 +294,11 @@ def dataset_row(name: str, stats: dict, spec: dict) -> dict:
         sha_check = "match"
     else:
         sha_check = "not checked (origin)"
+    want_arcs = spec.get("arcs_sha256")
+    if not want_arcs:
+        arcs_check = "not in registry"
+    else:
+        arcs_check = "match" if want_arcs == stats.get("arcs_sha256") else "DIFFERS"
     return {
         "dataset": name,
         "title": spec.get("title") or name,
@@ -311,6 +318,8 @@ def dataset_row(name: str, stats: dict, spec: dict) -> dict:
         "cost_scale": stats.get("cost_scale"),
         "source_sha256": stats.get("source_sha256"),
         "sha256_check": sha_check,
+        "arcs_sha256": stats.get("arcs_sha256"),
+        "arcs_check": arcs_check,
     }
 
 
