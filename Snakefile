@@ -6,7 +6,7 @@
 #   snakemake --cores all --configfile config/merit.yaml    # MERIT Section 5 (GPU, downloads)
 #   snakemake --cores all results/cells/pa2k/IC/merit/eta200.verify.json   # one cell
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("8.0")
 
@@ -14,7 +14,10 @@ min_version("8.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+include: "rules/config.smk"
+
+
+check_schema(config, "workflow/schemas/config.schema.yaml", "config")
 
 
 include: "rules/common.smk"

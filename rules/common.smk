@@ -5,11 +5,11 @@
 import os
 import posixpath
 import re
+import sys
 import urllib.parse
 
 import yaml
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 # ---------------------------------------------------------------------------------------------
 # registry and datasets
@@ -21,7 +21,7 @@ def load_registry(path):
         raise WorkflowError(f"registry {path}: no such file (config key `registry`)")
     with open(path) as fh:
         registry = yaml.safe_load(fh) or {}
-    validate(registry, "../workflow/schemas/datasets.schema.yaml")
+    check_schema(registry, "workflow/schemas/datasets.schema.yaml", f"registry {path}")
     for key, entry in registry.items():
         if not entry.get("file"):
             if not entry.get("url"):
@@ -359,3 +359,66 @@ def dataset_table_spec(name):
         "sha256": entry.get("sha256"),
         "arcs_sha256": entry.get("arcs_sha256"),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# what a run will download and store (printed once, before the plan, when there is any)
+# ---------------------------------------------------------------------------------------------
+
+#: compressed bytes per edge line of a SNAP / KONECT file (the six curated copies: 2.5 to 4.6)
+BYTES_PER_EDGE_LINE = 4
+
+
+def gcsr_bytes(n, m):
+    """Size of a .gcsr (gpucore/graph/gcsr.py): two int64 offsets per vertex, five 4-byte arrays per
+    arc (in_eid of 8 bytes from 2^31 arcs), a float32 cost and an int64 original id per vertex."""
+    return 16 * (n + 1) + (20 if m < 2**31 else 24) * m + 12 * n + 4096
+
+
+def download_plan():
+    """(dataset, estimated download bytes or None, .gcsr bytes or None) of every registry graph the
+    cells use whose graph and downloaded file are both absent."""
+    plan = []
+    for name in datasets_used():
+        spec = dataset_spec(name)
+        if "entry" not in spec or os.path.exists(graph_path(name)):
+            continue
+        if os.path.exists(raw_download_path(spec["registry"])):
+            continue
+        entry = spec["entry"]
+        n, m = entry.get("n"), entry.get("m")
+        lines = None if m is None else (m if entry["directed"] else m // 2)
+        plan.append(
+            (
+                name,
+                None if lines is None else lines * BYTES_PER_EDGE_LINE,
+                None if n is None or m is None else gcsr_bytes(n, m),
+            )
+        )
+    return plan
+
+
+def _gb(nbytes):
+    return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:.0f} MB"
+
+
+def download_notice(plan):
+    """One paragraph: how many graphs, from where, about how many bytes to download and to store."""
+    names = ", ".join(name for name, _, _ in plan)
+    where = (
+        f"the mirror {config['mirror']}" if config.get("mirror") else "their origins (or a copy: `--config mirror=DIR`)"
+    )
+    download = sum(b for _, b, _ in plan if b)
+    stored = sum(b for _, _, b in plan if b)
+    unknown = sum(1 for _, b, _ in plan if b is None)
+    return (
+        f"gpucore: this configuration needs {len(plan)} graph(s) that are not on disk yet ({names}), downloaded "
+        f"from {where}: about {_gb(download)} to download (estimated at {BYTES_PER_EDGE_LINE} bytes per edge "
+        f"line{f', {unknown} of unknown size' if unknown else ''}) and {_gb(download + stored)} of disk in all, "
+        f"{_gb(stored)} of it the preprocessed graphs (resources/graphs/*.gcsr)."
+    )
+
+
+DOWNLOADS = download_plan() if workflow.is_main_process else []
+if DOWNLOADS:
+    print(download_notice(DOWNLOADS), file=sys.stderr)

@@ -247,6 +247,12 @@ def test_paper_configs_validate_and_plan(tmp_path, configfiles):
     proc = snakemake(wd, "-n", "-p", "--cores", "16", "--configfile", *files)
     counts = job_counts(proc.stdout)
     config = yaml.safe_load((wd / files[-1]).read_text())
+    # the plan says what it will download and store before anything runs
+    notice = re.search(r"gpucore: this configuration needs (\d+) graph\(s\).*? ([0-9.]+) (GB|MB) of disk in all",
+                       proc.stderr)
+    assert notice and int(notice.group(1)) == len({e["dataset"] for e in config["experiments"]}), proc.stderr[:2000]
+    if configfiles == "config/merit.yaml":
+        assert notice.group(3) == "GB" and float(notice.group(2)) >= 2, notice.group(0)
     cells = sum(len(e.get("eta", e.get("k", []))) * len(e["algorithms"]) for e in config["experiments"])
     assert counts.get("solve_amcss", 0) + counts.get("solve_im", 0) == cells
     assert counts.get("verify") == cells
@@ -273,13 +279,27 @@ def test_merit_config_matches_the_paper(tmp_path):
 
 
 @pytest.mark.parametrize("override,message", [
-    ("backend=gpu", "'gpu' is not one of ['cpu', 'cuda', 'auto']"),
-    ("realizations=0", "0 is less than the minimum of 1"),
+    ("backend=gpu", "config: backend: 'gpu' is not one of ['cpu', 'cuda', 'auto']"),
+    ("realizations=0", "config: realizations: 0 is less than the minimum of 1"),
+    ("realisations=3", "config: unknown key 'realisations' (known keys here: aggregate, algorithms, backend,"),
 ])
-def test_bad_config_is_rejected_by_the_schema(tmp_path, override, message):
+def test_bad_config_is_rejected_by_the_schema_in_one_line(tmp_path, override, message):
     wd = workdir(tmp_path)
     proc = snakemake(wd, "-n", "--config", override, check=False)
-    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and message in out, out[-3000:]
+    assert "Failed validating" not in out and "$schema" not in out and len(out.splitlines()) < 12, out[-3000:]
+
+
+def test_bad_registry_entry_is_one_line(tmp_path):
+    wd = workdir(tmp_path)
+    registry = yaml.safe_load((wd / "config" / "datasets.yaml").read_text())
+    registry["dblp"]["nodes"] = 5
+    write_yaml(wd / "config" / "bad-registry.yaml", registry)
+    proc = snakemake(wd, "-n", "--config", "registry=config/bad-registry.yaml", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "registry config/bad-registry.yaml: dblp: unknown key 'nodes'" in out, out[-3000:]
+    assert "Failed validating" not in out
 
 
 def test_unknown_dataset_and_wrong_algorithm_kind(tmp_path):
@@ -573,3 +593,14 @@ def test_failed_verification_fails_the_workflow(tmp_path):
     assert not (wd / f"{cell}.verify.json").exists()
     kept = json.loads((wd / f"logs/cells/pa2k/IC/merit/eta30.verify.log.json").read_text())
     assert kept["passed"] is False
+
+
+def test_report_files_are_ignored_by_git(tmp_path):
+    """`snakemake --report NAME` at the top of the checkout, whatever NAME, never shows as a new file."""
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    names = ["report.html", "merit-report.html", "gim_report.html", "report.zip", "reference-gpu.html"]
+    proc = subprocess.run(["git", "check-ignore", "--no-index", *names], cwd=REPO, capture_output=True, text=True)
+    assert sorted(proc.stdout.split()) == sorted(names)
+    kept = "results/reference/workflow-h100/report.html"
+    assert subprocess.run(["git", "check-ignore", "--no-index", "-q", kept], cwd=REPO).returncode == 1
