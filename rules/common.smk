@@ -113,6 +113,19 @@ def expected_graph(name):
 # ---------------------------------------------------------------------------------------------
 
 ALGORITHMS = {name: (a or {}) for name, a in config["algorithms"].items()}
+#: this configuration's output tree (config `output`): cells, tables, figures, logs and benchmarks of
+#: its jobs, its merged configuration. Downloads and graphs (resources/) are shared by configurations.
+OUT = config["output"].rstrip("/")
+
+
+def out(path):
+    """`path` inside this configuration's output tree."""
+    return f"{OUT}/{path}"
+
+
+def merged_config():
+    """The configuration after every --configfile / --config and the schema's defaults (report item)."""
+    return {key: config[key] for key in sorted(config)}
 
 
 def algorithm(name):
@@ -133,7 +146,7 @@ def algorithm_label(name):
 
 def cell_path(kind, dataset, model, alg, x):
     stem = f"eta{x}" if kind == "amcss" else f"k{x}"
-    return f"results/cells/{dataset}/{model}/{alg}/{stem}.json"
+    return out(f"cells/{dataset}/{model}/{alg}/{stem}.json")
 
 
 def verify_path(result):
@@ -327,17 +340,17 @@ TABLE_FORMATS = ("csv", "md", "tex", "html")
 
 
 def table_files(stem):
-    return [f"results/tables/{stem}.{ext}" for ext in TABLE_FORMATS]
+    return [out(f"tables/{stem}.{ext}") for ext in TABLE_FORMATS]
 
 
 def all_targets():
-    targets = []
+    targets = [out("config.yaml"), out("config.html")]
     if CELLS:
         targets += table_files("datasets")
     if cells_of("amcss"):
-        targets += table_files("amcss_summary") + ["results/tables/amcss_realizations.csv"]
-        targets += [f"results/figures/amcss_{fig}_{m}.png" for fig in AMCSS_FIGURES for m in amcss_models()]
-        targets.append("results/figures/amcss_verification.png")
+        targets += table_files("amcss_summary") + [out("tables/amcss_realizations.csv")]
+        targets += [out(f"figures/amcss_{fig}_{m}.png") for fig in AMCSS_FIGURES for m in amcss_models()]
+        targets.append(out("figures/amcss_verification.png"))
     if cells_of("im"):
         targets += table_files("im_summary")
     return targets
