@@ -123,8 +123,9 @@ def _log_axis(ax, values) -> None:
 
 
 def _legend(fig, handles, names, note: str | None = None) -> None:
-    """The legend below the panels (a row of entries, ``note`` above them)."""
-    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(names), 6),
+    """The legend below the panels (rows of entries no wider than the figure, ``note`` above them)."""
+    ncol = min(len(names), max(2, int(fig.get_figwidth() // 1.5)))
+    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
                frameon=False, fontsize="small", title=note, title_fontsize="small")
 
 
@@ -217,7 +218,7 @@ def breakdown_figure(df: pd.DataFrame, model: str):
                 for j in range(len(labels))]
     names = [n for _, n in PHASE_COLUMNS] + [f"bar {j + 1}: {lab}" for j, lab in enumerate(labels)]
     _legend(fig, handles, names)
-    fig.suptitle(f"Time breakdown, {model} model (bars left to right: {', '.join(labels)})")
+    fig.suptitle(f"Time breakdown, {model} model")
     fig.tight_layout()
     return fig
 
