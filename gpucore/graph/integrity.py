@@ -2,20 +2,20 @@
 
 Two checks, both raising a one-line ``GpucoreError`` naming the file:
 
-- ``check_structure`` (every load; a few vectorized passes over the arrays): the
-  arrays have the dtypes and lengths of format version 1, both ``indptr`` run from 0 to m without
-  decreasing, and every vertex id (``out_dst``, ``in_src``) lies in [0, n) and every arc id
-  (``in_eid``) in [0, m). Kernels index memory with these values without bounds checks, so a file
-  that fails here would otherwise read outside its arrays (a segmentation fault, or garbage).
+- ``check_structure`` (every load; a few vectorized passes over the arrays): the arrays have the
+  dtypes and lengths of format version 1, both ``indptr`` run from 0 to m without decreasing, every
+  vertex id (``out_dst``, ``in_src``) lies in [0, n) and every arc id (``in_eid``) in [0, m).
+  Kernels index memory with these values without bounds checks, so a file that fails here would
+  otherwise read outside its arrays (a segmentation fault, or garbage).
 - ``check_content`` (the SHA-256 of the array bytes against the header's): run once per version of
-  the file. The sidecar (``graph.gcsr.json``) keeps a record ``content_check``
-  = {size, mtime_ns, sha256} of the last successful check; a load whose file has that size and
-  modification time skips the digest. ``write_sidecar`` leaves the record only when the
-  sidecar's own modification time is later than the graph's (same file system, same clock): any
-  write to the graph after the record then gives it a later modification time than the record's, so
-  an edit of the array bytes is always seen. What a size-and-time cache cannot see (bytes altered
-  with the time set back, or silent disk corruption) ``gpucore info --verify`` / ``verify=True``
-  finds: they always recompute.
+  the file. The sidecar (``graph.gcsr.json``) keeps a record ``content_check`` = {size, mtime_ns,
+  sha256} of the last successful check (``write_sidecar`` for the writer, who hashed the arrays
+  as it wrote them; the loader after a check). A load skips the digest when the file has the
+  record's size and modification time and the sidecar itself is younger than that time (same file
+  system, same clock; ``write_sidecar`` waits for the clock to move on): any write to the graph
+  after the record then gives it another modification time, so an edit of the array bytes is
+  always seen. What a size-and-time cache cannot see (bytes altered with the time set back, or
+  silent disk corruption) ``gpucore info --verify`` / ``verify=True`` finds: they always hash.
 
 Cost at LiveJournal size (4.85 M vertices, 69 M arcs, a 1.41 GiB file in the page cache, one core of
 a shared AMD EPYC): the structure check 0.3 s, the digest 5.2 s (SHA-256 at 270-600 MB/s), so a load
@@ -138,7 +138,8 @@ def _trusted(side: dict | None, stat: os.stat_result, sha256: str) -> bool:
     record = side.get(RECORD) if side else None
     if not isinstance(record, dict):
         return False
-    same = (record.get("size"), record.get("mtime_ns"), record.get("sha256")) == (stat.st_size, stat.st_mtime_ns, sha256)
+    same = [record.get("size"), record.get("mtime_ns"), record.get("sha256")] == [stat.st_size, stat.st_mtime_ns,
+                                                                                 sha256]
     return same and side["_mtime_ns"] > stat.st_mtime_ns
 
 

@@ -414,7 +414,8 @@ def write_configuration(config: dict, yaml_path, html_path) -> None:
 
     text = yaml.safe_dump(config, sort_keys=False, default_flow_style=None, width=110)
     _atomic_write(yaml_path, text)
-    style = "<style>body{font-family:sans-serif;font-size:13px} pre{font-size:12px;background:#f6f6f6;padding:8px}</style>"
+    style = ("<style>body{font-family:sans-serif;font-size:13px}"
+             " pre{font-size:12px;background:#f6f6f6;padding:8px}</style>")
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'>{style}</head><body><h3>Configuration of this run"
             f"</h3><p>Every --configfile and --config merged, with the schema's defaults filled in.</p>"
             f"<pre>{html.escape(text)}</pre></body></html>\n")
