@@ -4,9 +4,12 @@
 #
 #   snakemake --cores all                                   # embedded default (offline, CPU, minutes)
 #   snakemake --cores all --configfile config/merit.yaml    # MERIT Section 5 (GPU, downloads)
-#   snakemake --cores all results/cells/pa2k/IC/merit/eta200.verify.json   # one cell
+#   snakemake --cores all results/default/cells/pa2k/IC/merit/eta200.verify.json   # one cell
+#
+# Every configuration writes into its own output tree, config `output` (results/default,
+# results/merit, ...); downloads and preprocessed graphs in resources/ are shared.
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("8.0")
 
@@ -14,7 +17,10 @@ min_version("8.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+include: "rules/config.smk"
+
+
+check_schema(config, "workflow/schemas/config.schema.yaml", "config")
 
 
 include: "rules/common.smk"
@@ -40,6 +46,7 @@ wildcard_constraints:
 # Light jobs run on the submit host under a cluster executor (compute nodes may lack internet).
 localrules:
     all,
+    configuration,
     download,
     datasets_table,
     amcss_tables,

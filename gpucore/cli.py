@@ -11,11 +11,14 @@ are off), and a rank that fails prints ``gpucore: error: [rank r] ...`` and ends
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
 
+import gpucore
 from gpucore import dist
+from gpucore.commands.common import check_outputs
 from gpucore.errors import GpucoreError
 
 #: subcommand -> module under gpucore.commands (imported only when that command runs)
@@ -32,6 +35,7 @@ COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpucore", description="GPU influence-analysis solvers and their oracle.")
+    parser.add_argument("--version", action="version", version=f"gpucore {gpucore.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(f"gpucore.commands.{module_name}")
@@ -60,12 +64,18 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:  # the option parsers of gpucore.commands.common raise GpucoreError: one line, exit 2
         args = parser.parse_args(argv)
+        check_outputs(args)
         comm = dist.init()
     except GpucoreError as exc:
         print(f"gpucore: error: {exc}", file=sys.stderr)
         return 2
     _quiet_unless_root(comm)
-    return dist.run_guarded(comm, lambda: _run(args))
+    status = dist.run_guarded(comm, lambda: _run(args))
+    if argv is None:  # the program itself (not a test calling main): it is about to exit
+        # Python's teardown would collect every object of Numba and LLVM, about 0.7 s; frozen objects are
+        # left to the operating system, so the program ends as soon as its work does (and after a Ctrl-C)
+        gc.freeze()
+    return status
 
 
 if __name__ == "__main__":

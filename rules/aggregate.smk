@@ -1,5 +1,6 @@
-# Tables (CSV, Markdown, LaTeX, HTML) and seaborn figures from the verified cells; every table and
-# figure goes into the report (snakemake --report report.html) with its caption.
+# Tables and seaborn figures from the verified cells, in this configuration's output tree (config
+# `output`). The report (snakemake --report NAME.html) holds each table once, as HTML (the CSV,
+# Markdown and LaTeX files are beside it in <output>/tables/), every figure, and the configuration.
 
 
 rule amcss_tables:
@@ -9,40 +10,20 @@ rule amcss_tables:
         verify=[verify_path(c["path"]) for c in cells_of("amcss")],
         graphs=sorted({sidecar_path(c["dataset"]) for c in cells_of("amcss")}),
     output:
-        realizations=report(
-            "results/tables/amcss_realizations.csv",
-            caption="../workflow/report/amcss_realizations.rst",
-            category="AMCSS",
-            subcategory="Tables",
-        ),
-        csv=report(
-            "results/tables/amcss_summary.csv",
-            caption="../workflow/report/amcss_summary.rst",
-            category="AMCSS",
-            subcategory="Tables",
-        ),
-        md=report(
-            "results/tables/amcss_summary.md",
-            caption="../workflow/report/amcss_summary.rst",
-            category="AMCSS",
-            subcategory="Tables",
-        ),
-        tex=report(
-            "results/tables/amcss_summary.tex",
-            caption="../workflow/report/amcss_summary.rst",
-            category="AMCSS",
-            subcategory="Tables",
-        ),
+        realizations=out("tables/amcss_realizations.csv"),
+        csv=out("tables/amcss_summary.csv"),
+        md=out("tables/amcss_summary.md"),
+        tex=out("tables/amcss_summary.tex"),
         html=report(
-            "results/tables/amcss_summary.html",
+            out("tables/amcss_summary.html"),
             caption="../workflow/report/amcss_summary.rst",
             category="AMCSS",
             subcategory="Tables",
         ),
     log:
-        "logs/aggregate/amcss_tables.log",
+        out("logs/aggregate/amcss_tables.log"),
     benchmark:
-        "results/benchmarks/aggregate/amcss_tables.tsv"
+        out("benchmarks/aggregate/amcss_tables.tsv")
     conda:
         "../workflow/envs/gpucore.yaml"
     params:
@@ -55,11 +36,11 @@ rule amcss_tables:
 rule amcss_figures:
     """Cost vs eta and time vs eta (MERIT Figs 5-8), time breakdown (Figs 11-12) per model, verification."""
     input:
-        "results/tables/amcss_realizations.csv",
+        out("tables/amcss_realizations.csv"),
     output:
         [
             report(
-                f"results/figures/amcss_{figure}_{model}.png",
+                out(f"figures/amcss_{figure}_{model}.png"),
                 caption=f"../workflow/report/amcss_{figure}.rst",
                 category="AMCSS",
                 subcategory="Figures",
@@ -69,16 +50,16 @@ rule amcss_figures:
             for model in amcss_models()
         ],
         verification=report(
-            "results/figures/amcss_verification.png",
+            out("figures/amcss_verification.png"),
             caption="../workflow/report/amcss_verification.rst",
             category="AMCSS",
             subcategory="Figures",
             labels={"figure": "verification", "model": "all"},
         ),
     log:
-        "logs/aggregate/amcss_figures.log",
+        out("logs/aggregate/amcss_figures.log"),
     benchmark:
-        "results/benchmarks/aggregate/amcss_figures.tsv"
+        out("benchmarks/aggregate/amcss_figures.tsv")
     conda:
         "../workflow/envs/gpucore.yaml"
     script:
@@ -92,14 +73,14 @@ rule im_tables:
         verify=[verify_path(c["path"]) for c in cells_of("im")],
         graphs=sorted({sidecar_path(c["dataset"]) for c in cells_of("im")}),
     output:
-        csv=report("results/tables/im_summary.csv", caption="../workflow/report/im_summary.rst", category="IM"),
-        md=report("results/tables/im_summary.md", caption="../workflow/report/im_summary.rst", category="IM"),
-        tex=report("results/tables/im_summary.tex", caption="../workflow/report/im_summary.rst", category="IM"),
-        html=report("results/tables/im_summary.html", caption="../workflow/report/im_summary.rst", category="IM"),
+        csv=out("tables/im_summary.csv"),
+        md=out("tables/im_summary.md"),
+        tex=out("tables/im_summary.tex"),
+        html=report(out("tables/im_summary.html"), caption="../workflow/report/im_summary.rst", category="IM"),
     log:
-        "logs/aggregate/im_tables.log",
+        out("logs/aggregate/im_tables.log"),
     benchmark:
-        "results/benchmarks/aggregate/im_tables.tsv"
+        out("benchmarks/aggregate/im_tables.tsv")
     conda:
         "../workflow/envs/gpucore.yaml"
     params:
@@ -113,17 +94,32 @@ rule datasets_table:
     input:
         graphs=[sidecar_path(d) for d in datasets_used()],
     output:
-        csv=report("results/tables/datasets.csv", caption="../workflow/report/datasets.rst", category="Datasets"),
-        md=report("results/tables/datasets.md", caption="../workflow/report/datasets.rst", category="Datasets"),
-        tex=report("results/tables/datasets.tex", caption="../workflow/report/datasets.rst", category="Datasets"),
-        html=report("results/tables/datasets.html", caption="../workflow/report/datasets.rst", category="Datasets"),
+        csv=out("tables/datasets.csv"),
+        md=out("tables/datasets.md"),
+        tex=out("tables/datasets.tex"),
+        html=report(out("tables/datasets.html"), caption="../workflow/report/datasets.rst", category="Datasets"),
     log:
-        "logs/aggregate/datasets_table.log",
+        out("logs/aggregate/datasets_table.log"),
     benchmark:
-        "results/benchmarks/aggregate/datasets_table.tsv"
+        out("benchmarks/aggregate/datasets_table.tsv")
     conda:
         "../workflow/envs/gpucore.yaml"
     params:
         specs={d: dataset_table_spec(d) for d in datasets_used()},
     script:
         "../workflow/scripts/datasets_table.py"
+
+
+rule configuration:
+    """The merged configuration of this run: YAML beside the results, HTML in the report."""
+    output:
+        yaml=out("config.yaml"),
+        html=report(out("config.html"), caption="../workflow/report/configuration.rst", category="Configuration"),
+    log:
+        out("logs/aggregate/configuration.log"),
+    conda:
+        "../workflow/envs/gpucore.yaml"
+    params:
+        config=merged_config(),
+    script:
+        "../workflow/scripts/configuration.py"

@@ -5,11 +5,11 @@
 import os
 import posixpath
 import re
+import sys
 import urllib.parse
 
 import yaml
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 # ---------------------------------------------------------------------------------------------
 # registry and datasets
@@ -21,7 +21,7 @@ def load_registry(path):
         raise WorkflowError(f"registry {path}: no such file (config key `registry`)")
     with open(path) as fh:
         registry = yaml.safe_load(fh) or {}
-    validate(registry, "../workflow/schemas/datasets.schema.yaml")
+    check_schema(registry, "workflow/schemas/datasets.schema.yaml", f"registry {path}")
     for key, entry in registry.items():
         if not entry.get("file"):
             if not entry.get("url"):
@@ -94,13 +94,18 @@ def direction_flag(name):
     return "--directed" if spec["entry"]["directed"] else "--undirected"
 
 
-def expected_size(name):
-    """{'n', 'm', 'exact'} from the registry (None for generated graphs)."""
+def expected_graph(name):
+    """{'n', 'm', 'exact', 'arcs_sha256'} from the registry (None for generated graphs)."""
     spec = dataset_spec(name)
     if "entry" not in spec:
-        return {"n": None, "m": None, "exact": False}
+        return {"n": None, "m": None, "exact": False, "arcs_sha256": None}
     entry = spec["entry"]
-    return {"n": entry.get("n"), "m": entry.get("m"), "exact": bool(entry.get("exact"))}
+    return {
+        "n": entry.get("n"),
+        "m": entry.get("m"),
+        "exact": bool(entry.get("exact")),
+        "arcs_sha256": entry.get("arcs_sha256"),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,6 +113,19 @@ def expected_size(name):
 # ---------------------------------------------------------------------------------------------
 
 ALGORITHMS = {name: (a or {}) for name, a in config["algorithms"].items()}
+#: this configuration's output tree (config `output`): cells, tables, figures, logs and benchmarks of
+#: its jobs, its merged configuration. Downloads and graphs (resources/) are shared by configurations.
+OUT = config["output"].rstrip("/")
+
+
+def out(path):
+    """`path` inside this configuration's output tree."""
+    return f"{OUT}/{path}"
+
+
+def merged_config():
+    """The configuration after every --configfile / --config and the schema's defaults (report item)."""
+    return {key: config[key] for key in sorted(config)}
 
 
 def algorithm(name):
@@ -128,7 +146,7 @@ def algorithm_label(name):
 
 def cell_path(kind, dataset, model, alg, x):
     stem = f"eta{x}" if kind == "amcss" else f"k{x}"
-    return f"results/cells/{dataset}/{model}/{alg}/{stem}.json"
+    return out(f"cells/{dataset}/{model}/{alg}/{stem}.json")
 
 
 def verify_path(result):
@@ -288,15 +306,15 @@ def edge_list_of(wildcards):
 
 
 def preprocess_params(wildcards):
-    """params of the preprocess rule: direction flag, weight and cost schemes, their seed, and the
-    registry's expected size."""
+    """params of the preprocess rule: direction flag, weight and cost schemes, their seed, and what the
+    registry expects of the graph (size, arc-set digest)."""
     spec = dataset_spec(wildcards.dataset)
     return {
         "direction": direction_flag(wildcards.dataset),
         "weights": spec["weights"],
         "cost": spec["cost"],
         "seed": spec["seed"],
-        "expected": expected_size(wildcards.dataset),
+        "expected": expected_graph(wildcards.dataset),
     }
 
 
@@ -322,17 +340,17 @@ TABLE_FORMATS = ("csv", "md", "tex", "html")
 
 
 def table_files(stem):
-    return [f"results/tables/{stem}.{ext}" for ext in TABLE_FORMATS]
+    return [out(f"tables/{stem}.{ext}") for ext in TABLE_FORMATS]
 
 
 def all_targets():
-    targets = []
+    targets = [out("config.yaml"), out("config.html")]
     if CELLS:
         targets += table_files("datasets")
     if cells_of("amcss"):
-        targets += table_files("amcss_summary") + ["results/tables/amcss_realizations.csv"]
-        targets += [f"results/figures/amcss_{fig}_{m}.png" for fig in AMCSS_FIGURES for m in amcss_models()]
-        targets.append("results/figures/amcss_verification.png")
+        targets += table_files("amcss_summary") + [out("tables/amcss_realizations.csv")]
+        targets += [out(f"figures/amcss_{fig}_{m}.png") for fig in AMCSS_FIGURES for m in amcss_models()]
+        targets.append(out("figures/amcss_verification.png"))
     if cells_of("im"):
         targets += table_files("im_summary")
     return targets
@@ -352,4 +370,68 @@ def dataset_table_spec(name):
         "expected_m": entry.get("m"),
         "exact": bool(entry.get("exact")),
         "sha256": entry.get("sha256"),
+        "arcs_sha256": entry.get("arcs_sha256"),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# what a run will download and store (printed once, before the plan, when there is any)
+# ---------------------------------------------------------------------------------------------
+
+#: compressed bytes per edge line of a SNAP / KONECT file (the six curated copies: 2.5 to 4.6)
+BYTES_PER_EDGE_LINE = 4
+
+
+def gcsr_bytes(n, m):
+    """Size of a .gcsr (gpucore/graph/gcsr.py): two int64 offsets per vertex, five 4-byte arrays per
+    arc (in_eid of 8 bytes from 2^31 arcs), a float32 cost and an int64 original id per vertex."""
+    return 16 * (n + 1) + (20 if m < 2**31 else 24) * m + 12 * n + 4096
+
+
+def download_plan():
+    """(dataset, estimated download bytes or None, .gcsr bytes or None) of every registry graph the
+    cells use whose graph and downloaded file are both absent."""
+    plan = []
+    for name in datasets_used():
+        spec = dataset_spec(name)
+        if "entry" not in spec or os.path.exists(graph_path(name)):
+            continue
+        if os.path.exists(raw_download_path(spec["registry"])):
+            continue
+        entry = spec["entry"]
+        n, m = entry.get("n"), entry.get("m")
+        lines = None if m is None else (m if entry["directed"] else m // 2)
+        plan.append(
+            (
+                name,
+                None if lines is None else lines * BYTES_PER_EDGE_LINE,
+                None if n is None or m is None else gcsr_bytes(n, m),
+            )
+        )
+    return plan
+
+
+def _gb(nbytes):
+    return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:.0f} MB"
+
+
+def download_notice(plan):
+    """One paragraph: how many graphs, from where, about how many bytes to download and to store."""
+    names = ", ".join(name for name, _, _ in plan)
+    where = (
+        f"the mirror {config['mirror']}" if config.get("mirror") else "their origins (or a copy: `--config mirror=DIR`)"
+    )
+    download = sum(b for _, b, _ in plan if b)
+    stored = sum(b for _, _, b in plan if b)
+    unknown = sum(1 for _, b, _ in plan if b is None)
+    return (
+        f"gpucore: this configuration needs {len(plan)} graph(s) that are not on disk yet ({names}), downloaded "
+        f"from {where}: about {_gb(download)} to download (estimated at {BYTES_PER_EDGE_LINE} bytes per edge "
+        f"line{f', {unknown} of unknown size' if unknown else ''}) and {_gb(download + stored)} of disk in all, "
+        f"{_gb(stored)} of it the preprocessed graphs (resources/graphs/*.gcsr)."
+    )
+
+
+DOWNLOADS = download_plan() if workflow.is_main_process else []
+if DOWNLOADS:
+    print(download_notice(DOWNLOADS), file=sys.stderr)

@@ -8,11 +8,11 @@ rule solve_amcss:
     input:
         graph="resources/graphs/{dataset}.gcsr",
     output:
-        "results/cells/{dataset}/{model}/{algorithm}/eta{eta}.json",
+        out("cells/{dataset}/{model}/{algorithm}/eta{eta}.json"),
     log:
-        "logs/cells/{dataset}/{model}/{algorithm}/eta{eta}.log",
+        out("logs/cells/{dataset}/{model}/{algorithm}/eta{eta}.log"),
     benchmark:
-        "results/benchmarks/cells/{dataset}/{model}/{algorithm}/eta{eta}.tsv"
+        out("benchmarks/cells/{dataset}/{model}/{algorithm}/eta{eta}.tsv")
     conda:
         "../workflow/envs/gpucore.yaml"
     threads: solve_threads
@@ -30,11 +30,11 @@ rule solve_im:
     input:
         graph="resources/graphs/{dataset}.gcsr",
     output:
-        "results/cells/{dataset}/{model}/{algorithm}/k{k}.json",
+        out("cells/{dataset}/{model}/{algorithm}/k{k}.json"),
     log:
-        "logs/cells/{dataset}/{model}/{algorithm}/k{k}.log",
+        out("logs/cells/{dataset}/{model}/{algorithm}/k{k}.log"),
     benchmark:
-        "results/benchmarks/cells/{dataset}/{model}/{algorithm}/k{k}.tsv"
+        out("benchmarks/cells/{dataset}/{model}/{algorithm}/k{k}.tsv")
     conda:
         "../workflow/envs/gpucore.yaml"
     threads: solve_threads

@@ -7,14 +7,14 @@
 rule verify:
     """gpucore verify on one cell result; a failed verification fails the workflow."""
     input:
-        result="results/cells/{dataset}/{model}/{algorithm}/{cell}.json",
+        result=out("cells/{dataset}/{model}/{algorithm}/{cell}.json"),
         graph="resources/graphs/{dataset}.gcsr",
     output:
-        "results/cells/{dataset}/{model}/{algorithm}/{cell}.verify.json",
+        out("cells/{dataset}/{model}/{algorithm}/{cell}.verify.json"),
     log:
-        "logs/cells/{dataset}/{model}/{algorithm}/{cell}.verify.log",
+        out("logs/cells/{dataset}/{model}/{algorithm}/{cell}.verify.log"),
     benchmark:
-        "results/benchmarks/cells/{dataset}/{model}/{algorithm}/{cell}.verify.tsv"
+        out("benchmarks/cells/{dataset}/{model}/{algorithm}/{cell}.verify.tsv")
     conda:
         "../workflow/envs/gpucore.yaml"
     threads: all_cores

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -209,3 +210,102 @@ def test_figures(mods, amcss_cells, tmp_path):
     for path in out.values():
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert path.stat().st_size > 2000
+
+
+# ---- what the figures show (issue 12 item 2) -----------------------------------------------------
+
+
+def _realizations(per_cell: int, etas=(100, 200, 400), datasets=("alpha", "beta"), single=("gamma", 200)):
+    """A realization table: two algorithms on datasets with several etas, one dataset with a single eta;
+    times spread over two decades (the log axis), costs positive."""
+    rows = []
+    cells = [(ds, eta) for ds in datasets for eta in etas] + [single]
+    for ci, (ds, eta) in enumerate(cells):
+        for ai, (alg, label) in enumerate((("merit", "MERIT"), ("pasti", "PASTI"))):
+            for r in range(per_cell):
+                seconds = (0.03 + 0.01 * r) * (60 if alg == "pasti" else 1) * (1 + eta / 400)
+                rows.append({"dataset": ds, "model": "IC", "algorithm": alg, "label": label, "eta": eta,
+                             "realization": r, "total_cost": 0.5 + 0.1 * r + eta / 100, "seconds": seconds,
+                             "t_generate": seconds / 2, "t_update": seconds / 4, "t_other": seconds / 4,
+                             "active": eta + r, "verified": True, "result": f"{ds}/{alg}/eta{eta}.json"})
+    return pd.DataFrame(rows)
+
+
+def _drawn(fig):
+    fig.canvas.draw()
+    return fig
+
+
+def test_few_realizations_are_drawn_as_points_never_as_bands(mods):
+    _, plots = mods
+    from matplotlib.collections import PathCollection, PolyCollection
+
+    df = _realizations(per_cell=3)
+    for metric in ("time", "cost"):
+        fig = _drawn(plots.metric_figure(df, "IC", metric))
+        for ax in fig.axes:
+            assert not [c for c in ax.collections if isinstance(c, PolyCollection)], metric  # no band
+            points = sum(len(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection))
+            assert points == 3 * 2 * len(ax.get_xticks()), (metric, ax.get_title())  # every realization
+
+
+def test_many_realizations_get_a_min_max_band_inside_the_data(mods):
+    _, plots = mods
+    from matplotlib.collections import PolyCollection
+
+    df = _realizations(per_cell=plots.POINTS_BELOW)
+    fig = _drawn(plots.metric_figure(df, "IC", "time"))
+    for ax in fig.axes:
+        bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+        assert bands
+        part = df[df["dataset"] == ax.get_title()]
+        for band in bands:
+            y = band.get_paths()[0].vertices[:, 1]
+            assert y.min() >= part["seconds"].min() - 1e-12 and y.max() <= part["seconds"].max() + 1e-12
+
+
+def test_log_axes_have_plain_labels_and_no_minor_labels(mods):
+    _, plots = mods
+    fig = _drawn(plots.metric_figure(_realizations(per_cell=3), "IC", "time"))
+    for ax in fig.axes:
+        assert ax.get_yscale() == "log"
+        major = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert len(major) >= 2 and all(re.fullmatch(r"[0-9.]+", t) for t in major), major  # 0.05, 1, 20
+        assert [t.get_text() for t in ax.get_yticklabels(minor=True) if t.get_text()] == []
+
+
+def test_a_single_eta_is_one_tick_on_a_sensible_axis(mods):
+    _, plots = mods
+    fig = _drawn(plots.metric_figure(_realizations(per_cell=3), "IC", "cost"))
+    single = next(ax for ax in fig.axes if ax.get_title() == "gamma")
+    assert list(single.get_xticks()) == [200] and [t.get_text() for t in single.get_xticklabels()] == ["200"]
+    lo, hi = single.get_xlim()
+    assert lo < 200 < hi and hi - lo == pytest.approx(40)  # +-10%, not 190-210
+    several = next(ax for ax in fig.axes if ax.get_title() == "alpha")
+    assert list(several.get_xticks()) == [100, 200, 400]
+    assert single.get_ylim()[0] == 0  # costs from zero
+
+
+def test_every_eta_axis_has_the_same_label_and_figures_fit_the_report(mods):
+    _, plots = mods
+    df = _realizations(per_cell=3, datasets=("a", "b", "c", "d", "e"))
+    figures = [plots.metric_figure(df, "IC", "cost"), plots.metric_figure(df, "IC", "time"),
+               plots.breakdown_figure(df, "IC")]
+    for fig in figures:
+        _drawn(fig)
+        assert fig.get_supxlabel() == plots.ETA_LABEL
+        assert all(ax.get_xlabel() == "" for ax in fig.axes)
+    for fig in figures + [plots.verification_figure(df)]:
+        assert fig.get_figwidth() * plots.DPI <= plots.MAX_WIDTH * plots.DPI + 1
+
+
+def test_verification_figure_has_a_row_per_cell(mods):
+    _, plots = mods
+    df = _realizations(per_cell=3)
+    df.loc[df.index[0], "verified"] = False
+    fig = _drawn(plots.verification_figure(df))
+    ax = fig.axes[0]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert rows == sorted(rows) and len(rows) == df[["dataset", "eta"]].drop_duplicates().shape[0]
+    assert "oracle: FAILED" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "of 14 cells" in ax.get_title() and "42 of 42 realizations reach eta" in ax.get_title()

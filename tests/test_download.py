@@ -1,18 +1,28 @@
-"""The download glue of the workflow (workflow/scripts/download.py) against a local HTTP server.
+"""The download glue of the workflow (workflow/scripts/download.py) against a local HTTP server, and
+the graph check after preprocessing (arcs_sha256, workflow/scripts/preprocess.py).
 
 The server runs on 127.0.0.1 on a free port and can misbehave on purpose: ignore Range, close the
-connection early, answer 5xx a few times, serve corrupt bytes. No network is needed.
+connection early, answer 5xx a few times, serve corrupt bytes. Name resolution failures are made by
+replacing ``socket.getaddrinfo``. No network is needed.
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
 import http.server
 import importlib.util
+import random
+import socket
 import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from gpucore.graph import preprocess
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,6 +36,7 @@ def _load(name, path):
 
 download = _load("wf_download", REPO / "workflow" / "scripts" / "download.py")
 extract = _load("wf_extract", REPO / "workflow" / "scripts" / "extract.py")
+preprocess_rule = _load("wf_preprocess", REPO / "workflow" / "scripts" / "preprocess.py")
 
 PAYLOAD = bytes((i * 7919 + (i >> 8)) % 251 for i in range(300_000))
 SHA = hashlib.sha256(PAYLOAD).hexdigest()
@@ -37,7 +48,8 @@ class Behaviour:
 
     def reset(self):
         self.files = {"/data.bin": PAYLOAD}
-        self.fail_first = 0          # answer 503 to the first N requests
+        self.fail_first = 0          # answer fail_status to the first N requests
+        self.fail_status = 503
         self.cut_at = None           # close the connection after this many body bytes
         self.cut_times = 0           # ... for this many responses (then serve fully)
         self.honour_range = True
@@ -55,7 +67,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         b.requests.append((self.path, self.headers.get("Range")))
         if b.fail_first > 0:
             b.fail_first -= 1
-            self.send_response(503)
+            self.send_response(b.fail_status)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -281,3 +293,152 @@ def test_extract_konect_member(tmp_path):
     with pytest.raises(SystemExit, match="no member 'out.other'"):
         extract.extract(archive, tmp_path / "o2.txt", "out.other", log=lambda m: None)
     assert not (tmp_path / "o2.txt").exists()
+
+
+# ---- failures that retrying cannot fix -----------------------------------------------------------
+
+
+@pytest.fixture
+def no_dns(monkeypatch):
+    """Every host name fails to resolve, as on a machine without network or DNS."""
+    def fail(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", fail)
+
+
+def test_host_that_does_not_resolve_fails_within_seconds_with_a_mirror_hint(no_dns, tmp_path):
+    """With the rule's defaults (5 retries, backoff 2 s: 62 s of waiting) a DNS failure used to be retried."""
+    messages = []
+    start = time.monotonic()
+    with pytest.raises(download.DownloadError) as err:
+        download.fetch("https://snap.example.invalid/data/g.txt.gz", tmp_path / "g.txt.gz", log=messages.append,
+                       hint=download.mirror_hint("g.txt.gz"))
+    assert time.monotonic() - start < 5
+    msg = str(err.value)
+    assert "cannot resolve the host name" in msg and "--config mirror=" in msg and "g.txt.gz" in msg, msg
+    assert not any("retrying" in m for m in messages)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_rule_without_mirror_names_the_mirror_option(no_dns, tmp_path, capsys):
+    smk = SimpleNamespace(
+        log=[str(tmp_path / "dl.log")], config={}, output=[str(tmp_path / "raw" / "g.txt.gz")],
+        wildcards=SimpleNamespace(dataset="toy"),
+        params=SimpleNamespace(source={"file": "g.txt.gz", "url": "https://snap.example.invalid/g.txt.gz",
+                                       "sha256": None, "sha256_scope": "origin"}))
+    start = time.monotonic()
+    with pytest.raises(SystemExit):
+        download.main(smk)
+    assert time.monotonic() - start < 5
+    err = capsys.readouterr().err
+    assert "download failed: dataset 'toy'" in err and "--config mirror=" in err
+
+
+def test_refused_connection_fails_at_once(tmp_path):
+    with socket.socket() as sock:  # a port on which nothing listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    messages = []
+    with pytest.raises(download.DownloadError, match="connection was refused"):
+        download.fetch(f"http://127.0.0.1:{port}/g.gz", tmp_path / "g.gz", log=messages.append, backoff=5)
+    assert not any("retrying" in m for m in messages)
+
+
+@pytest.mark.parametrize("status,retried", [(403, False), (418, False), (429, True), (408, True), (502, True)])
+def test_only_answers_that_may_change_are_retried(srv, tmp_path, status, retried):
+    base, behaviour = srv
+    behaviour.fail_first, behaviour.fail_status = 1, status
+    if retried:
+        info, messages = _fetch(f"{base}/data.bin", tmp_path / "data.bin", sha256=SHA, retries=2)
+        assert info["bytes"] == len(PAYLOAD) and len(behaviour.requests) == 2
+    else:
+        with pytest.raises(download.DownloadError, match=f"HTTP {status}"):
+            _fetch(f"{base}/data.bin", tmp_path / "data.bin", sha256=SHA, retries=2)
+        assert len(behaviour.requests) == 1
+
+
+def test_final_reason_looks_through_the_causes():
+    try:
+        try:
+            raise socket.gaierror(-3, "Temporary failure in name resolution")
+        except OSError as inner:
+            raise ConnectionError("wrapped") from inner
+    except ConnectionError as exc:
+        assert "cannot resolve the host name" in download.final_reason(exc)
+    assert download.final_reason(TimeoutError("read timed out")) is None
+
+
+# ---- the graph check: the same graph from any file -------------------------------------------------
+
+
+def _edge_lines(seed=5, n=300, m=2500):
+    rng = random.Random(seed)
+    lines = set()
+    while len(lines) < m:
+        u, v = rng.randrange(n), rng.randrange(n)
+        lines.add(f"{u}\t{v}")
+    return sorted(lines)
+
+
+def _arcs_digest(path, tmp_path, undirected=False):
+    return preprocess(path, tmp_path / f"{path.name}.gcsr", undirected=undirected, show_progress=False)["arcs_sha256"]
+
+
+@pytest.mark.parametrize("undirected", [False, True])
+def test_arc_digest_is_the_same_for_every_file_of_the_same_graph(tmp_path, undirected):
+    """Another compression, line order, comment header, repeated lines and a self-loop on a vertex that
+    has other lines (what separates SNAP's files from the curated copies) leave the digest unchanged;
+    one arc more does not."""
+    lines = _edge_lines()
+    curated = tmp_path / "curated.txt.gz"
+    curated.write_bytes(gzip.compress(("# curated copy\n" + "\n".join(lines) + "\n").encode()))
+    shuffled = lines[:] + lines[:40]
+    random.Random(1).shuffle(shuffled)
+    u = lines[0].split("\t")[0]
+    origin = tmp_path / "origin.txt.bz2"
+    origin.write_bytes(bz2.compress(("# Directed graph\n# Nodes: 300\r\n" + "\r\n".join(shuffled)
+                                     + f"\r\n{u} {u}\r\n").encode()))
+    if undirected:  # the other direction of every edge line: the same undirected graph
+        flipped = tmp_path / "flipped.txt"
+        flipped.write_text("\n".join("\t".join(x.split("\t")[::-1]) for x in lines) + "\n")
+        assert _arcs_digest(flipped, tmp_path, True) == _arcs_digest(curated, tmp_path, True)
+    want = _arcs_digest(curated, tmp_path, undirected)
+    assert _arcs_digest(origin, tmp_path, undirected) == want
+    more = tmp_path / "more.txt"
+    more.write_text("\n".join(lines) + "\n299\t298\n298\t297\n")
+    assert _arcs_digest(more, tmp_path, undirected) != want
+
+
+def test_preprocess_rule_refuses_another_graph(tmp_path):
+    lines = _edge_lines()
+    good = tmp_path / "good.txt"
+    good.write_text("\n".join(lines) + "\n")
+    stats = preprocess(good, tmp_path / "g.gcsr", show_progress=False)
+    expected = {"n": stats["n"], "m": stats["m"], "exact": True, "arcs_sha256": stats["arcs_sha256"]}
+    assert preprocess_rule.check_arcs(stats, expected, "good.txt") is None
+    other = tmp_path / "other.txt"
+    other.write_text("\n".join(lines[:-1]) + "\n")
+    changed = preprocess(other, tmp_path / "o.gcsr", show_progress=False)
+    problem = preprocess_rule.check_arcs(changed, expected, "other.txt")
+    assert problem.startswith("other.txt: the graph's arc-set digest") and stats["arcs_sha256"][:16] in problem
+    assert preprocess_rule.check_arcs(changed, {"arcs_sha256": None}, "other.txt") is None  # unknown: not checked
+
+
+def test_registry_arc_digests_are_those_of_the_curated_copies(shared_data, tmp_path):
+    """The registry's arcs_sha256 of the six curated graphs, recomputed from the files (which are read
+    as SNAP's would be: same reader, same direction flag)."""
+    import yaml
+
+    registry = yaml.safe_load((REPO / "config" / "datasets.yaml").read_text())
+    checked = 0
+    for key, entry in registry.items():
+        name = entry.get("file") or entry["url"].rsplit("/", 1)[-1]
+        path = shared_data / name
+        if not entry.get("arcs_sha256") or not path.exists():
+            continue
+        stats = preprocess(path, tmp_path / f"{key}.gcsr", undirected=not entry["directed"], show_progress=False)
+        assert stats["arcs_sha256"] == entry["arcs_sha256"], key
+        assert (stats["n"], stats["m"]) == (entry["n"], entry["m"]), key
+        checked += 1
+    assert checked == 6

@@ -1,13 +1,17 @@
-"""The .gcsr format: round trip, alignment, checksums, corruption, versions, atomic writes."""
+"""The .gcsr format: round trip, alignment, checksums (cached per file version), structure checks,
+corruption, versions, atomic writes."""
 
+import re
+import shutil
 import struct
+import time
 
 import numpy as np
 import pytest
 
 from gpucore.errors import GpucoreError
-from gpucore.graph import from_arcs, load_graph, save_graph
-from gpucore.graph.gcsr import ALIGN, ARRAY_ORDER, read_header
+from gpucore.graph import from_arcs, integrity, load_graph, preprocess, save_graph, sidecar_path
+from gpucore.graph.gcsr import ALIGN, ARRAY_ORDER, read_header, write_gcsr
 
 
 @pytest.fixture
@@ -47,13 +51,95 @@ def test_corrupt_header_is_detected(saved):
         load_graph(path)
 
 
-def test_corrupt_array_is_detected_by_verify(saved):
+def test_altered_array_is_refused_on_load(saved):
     _g, path = saved
     header = read_header(path)
     _flip(path, header["arrays"]["out_prob"][1] + 1)
-    load_graph(path)  # the header is intact: loading alone is cheap and succeeds
+    with pytest.raises(GpucoreError, match="content checksum mismatch"):
+        load_graph(path)  # no sidecar: the digest is computed on every load
+    load_graph(path, verify=False)  # the header and the structure are intact: only the digest sees it
     with pytest.raises(GpucoreError, match="content checksum mismatch"):
         load_graph(path, verify=True)
+
+
+def _preprocessed(tmp_path):
+    text = tmp_path / "g.txt"
+    text.write_text("".join(f"{u} {v}\n" for u in range(30) for v in range(30) if (u * 7 + v) % 5 == 0 and u != v))
+    preprocess(text, tmp_path / "g.gcsr", show_progress=False)
+    return tmp_path / "g.gcsr"
+
+
+def _counting_digests(monkeypatch):
+    calls = []
+    real = integrity.content_digest
+
+    def counted(path, header):
+        calls.append(path)
+        return real(path, header)
+
+    monkeypatch.setattr(integrity, "content_digest", counted)
+    return calls
+
+
+def test_digest_is_computed_once_per_file_version(tmp_path, monkeypatch):
+    path = _preprocessed(tmp_path)
+    calls = _counting_digests(monkeypatch)
+    load_graph(path)
+    load_graph(path)
+    assert calls == []  # preprocess recorded its own digest in the sidecar
+    copy = tmp_path / "copy.gcsr"
+    shutil.copyfile(path, copy)
+    shutil.copyfile(sidecar_path(path), sidecar_path(copy))  # the record names the original's mtime
+    load_graph(copy)
+    assert calls == [copy]
+    time.sleep(0.02)  # the copy's record was written in the tick of the copy: trusted once the clock moved
+    load_graph(copy)
+    load_graph(copy)
+    assert len(calls) <= 2
+    load_graph(copy, verify=True)
+    assert calls[-1] == copy and len(calls) <= 3
+
+
+def test_edit_after_preprocessing_is_refused(tmp_path):
+    path = _preprocessed(tmp_path)
+    load_graph(path)
+    header = read_header(path)
+    _flip(path, header["arrays"]["in_prob"][1] + 4)  # an edit right after preprocessing: same size
+    with pytest.raises(GpucoreError, match="content checksum mismatch"):
+        load_graph(path)
+
+
+def _rewrite(path, **changes):
+    """The graph at ``path`` written again with some arrays replaced (a valid digest of invalid arrays)."""
+    g = load_graph(path)
+    arrays = {name: np.array(getattr(g, name)) for name in ARRAY_ORDER}
+    for name, edit in changes.items():
+        arrays[name] = edit(arrays[name])
+    write_gcsr(path, g.n, g.m, arrays, dict(g.meta), directed=g.directed, cost_scale=g.cost_scale)
+
+
+def _set(index, value):
+    def edit(arr):
+        arr[index] = value
+        return arr
+
+    return edit
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"out_dst": _set(2, 10**9)}, "array out_dst holds vertex id 1000000000, outside [0, 5)"),
+    ({"in_src": _set(0, -3)}, "array in_src holds vertex id -3"),
+    ({"in_eid": _set(1, 5)}, "array in_eid holds arc id 5, outside [0, 5)"),
+    ({"out_indptr": _set(2, 0)}, "array out_indptr decreases after vertex 1"),
+    ({"in_indptr": _set(-1, 4)}, "array in_indptr runs from 0 to 4, expected 0 to m = 5"),
+    ({"in_eid": lambda a: a.astype(np.int16)}, "array in_eid has dtype <i2"),
+    ({"cost": lambda a: a[:3]}, "array cost has 3 entries, expected n = 5"),
+])
+def test_out_of_range_structure_is_refused_whatever_the_digest(saved, changes, message):
+    _g, path = saved
+    _rewrite(path, **changes)
+    with pytest.raises(GpucoreError, match=re.escape(message)):
+        load_graph(path, verify=False)
 
 
 def test_truncated_file(saved):

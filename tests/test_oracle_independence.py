@@ -1,7 +1,7 @@
 """The oracle is independent: it imports only the graph loader, the backend selection, the kernel
-loader, the phase timer, the multi-rank communicators (to split its runs) and the documented
-world-realization functions, never solver code; and no
-solver imports the oracle (docs/ARCHITECTURE.md)."""
+loader, the phase timer, the progress bar, the rank layer (gpucore.dist: which runs a rank
+simulates) and the documented world-realization functions, never solver code; and no solver imports
+the oracle (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED_MODULES = ("gpucore.oracle", "gpucore.backend", "gpucore.graph", "gpucore.kernels", "gpucore.errors",
                    "gpucore.atomic", "gpucore.commands.common", "gpucore.random", "gpucore.timing",
-                   "gpucore.dist")
+                   "gpucore.progress", "gpucore.dist")
 # from gpucore.random: the keyed hash and the world realizations of docs/oracle.md, nothing else
 ALLOWED_RANDOM = {"Stream", "ic_live", "lt_fixed_weight", "lt_threshold", "mix", "mix3", "mix4"}
 #: solver packages: none of them may import the oracle (a solver must not grade its own answers)

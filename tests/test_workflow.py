@@ -126,21 +126,23 @@ def test_default_end_to_end(default_run):
     n_amcss = sum(len(e["eta"]) * len(e["algorithms"]) for e in amcss)
     n_im = sum(len(e["k"]) * len(e["algorithms"]) for e in im)
     assert n_amcss > 0 and n_im > 0
+    out = wd / config["output"]
+    assert config["output"] == "results/default"
 
     for e in amcss:
         for alg in e["algorithms"]:
             for eta in e["eta"]:
-                cell = wd / f"results/cells/{e['dataset']}/{e['model']}/{alg}/eta{eta}"
+                cell = out / f"cells/{e['dataset']}/{e['model']}/{alg}/eta{eta}"
                 result = json.loads(cell.with_suffix(".json").read_text())
                 verify = json.loads((cell.parent / f"eta{eta}.verify.json").read_text())
                 assert result["kind"] == "amcss" and result["eta"] == eta and result["batch"] == e["batch"]
                 assert len(result["realizations"]) == config["realizations"]
                 assert all(r["reached"] and r["active"] >= eta for r in result["realizations"])
                 assert verify["passed"] is True
-                assert (wd / f"logs/cells/{e['dataset']}/{e['model']}/{alg}/eta{eta}.log").exists()
-                assert (wd / f"results/benchmarks/cells/{e['dataset']}/{e['model']}/{alg}/eta{eta}.tsv").exists()
+                assert (out / f"logs/cells/{e['dataset']}/{e['model']}/{alg}/eta{eta}.log").exists()
+                assert (out / f"benchmarks/cells/{e['dataset']}/{e['model']}/{alg}/eta{eta}.tsv").exists()
 
-    tables = wd / "results" / "tables"
+    tables = out / "tables"
     for stem in ("datasets", "amcss_summary", "im_summary"):
         for ext in ("csv", "md", "tex", "html"):
             assert (tables / f"{stem}.{ext}").stat().st_size > 0, f"{stem}.{ext}"
@@ -164,7 +166,7 @@ def test_default_end_to_end(default_run):
     assert multi, "the default config has a multi-round IM cell"
     for e, alg in multi:
         for k in e["k"]:
-            cell = wd / f"results/cells/{e['dataset']}/{e['model']}/{alg}/k{k}"
+            cell = out / f"cells/{e['dataset']}/{e['model']}/{alg}/k{k}"
             result = json.loads(cell.with_suffix(".json").read_text())
             verify = json.loads((cell.parent / f"k{k}.verify.json").read_text())
             rounds = config["algorithms"][alg]["rounds"]
@@ -174,7 +176,7 @@ def test_default_end_to_end(default_run):
     assert "\\begin{tabular}" in (tables / "amcss_summary.tex").read_text()
     assert (tables / "amcss_summary.md").read_text().count("\n| ") == n_amcss + 1
 
-    figures = wd / "results" / "figures"
+    figures = out / "figures"
     models = sorted({e["model"] for e in amcss})
     expected = [f"amcss_{f}_{m}.png" for f in ("cost", "time", "breakdown") for m in models]
     expected.append("amcss_verification.png")
@@ -183,9 +185,41 @@ def test_default_end_to_end(default_run):
 
     report = (wd / "report.html").read_text()
     for caption in ("AMCSS summary: one row per cell", "Seed cost vs eta", "Running time vs eta",
-                    "Time breakdown", "Verification: the final number of active users", "IM summary",
-                    "Datasets: every graph used", "AMCSS raw data"):
+                    "Time breakdown", "Verification: one row per AMCSS cell", "IM summary",
+                    "Datasets: every graph used", "The configuration of this run"):
         assert caption in report, caption
+    merged = yaml.safe_load((out / "config.yaml").read_text())
+    assert merged["experiments"] == config["experiments"] and merged["output"] == config["output"]
+
+
+def test_configurations_write_their_own_output_trees(default_run, tmp_path):
+    """Another configuration run in the same folder writes only under its own `output`: the default's
+    tree is left as it was (same files, same bytes), and the default still has nothing to do."""
+    wd = default_run
+    tree = wd / "results" / "default"
+    before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file() and "logs" not in p.parts}
+    other = {"output": "results/other", "realizations": 1, "verify": {"runs": 100}, "experiments": [
+        {"kind": "amcss", "dataset": "pa2k", "model": "IC", "batch": 4, "eta": [100], "algorithms": ["merit"]},
+        {"kind": "im", "dataset": "pa2k", "model": "IC", "k": [5], "algorithms": ["imm"]}]}
+    snakemake(wd, "--cores", "2", "--configfile", write_yaml(tmp_path / "other.yaml", other))
+    after = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file() and "logs" not in p.parts}
+    assert after == before
+    mine = wd / "results" / "other"
+    assert read_csv(mine / "tables" / "amcss_summary.csv")[0]["realizations"] == "1"
+    assert (mine / "cells/pa2k/IC/merit/eta100.verify.json").exists() and (mine / "figures").is_dir()
+    assert yaml.safe_load((mine / "config.yaml").read_text())["output"] == "results/other"
+    proc = snakemake(wd, "--cores", "2", "-n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_every_shipped_configuration_has_its_own_tree():
+    outputs = {}
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        config = yaml.safe_load(path.read_text()) or {}
+        if "experiments" in config:
+            outputs[path.name] = config.get("output")
+    assert outputs["config.yaml"] == "results/default"
+    assert all(outputs.values()) and len(set(outputs.values())) == len(outputs), outputs
 
 
 def test_second_run_does_nothing(default_run):
@@ -212,14 +246,14 @@ def test_changing_one_eta_reruns_only_that_cell(default_run, tmp_path):
 def test_single_cell_target_and_forcerun(default_run):
     wd = default_run
     # an eta that is not in the config, of a configured experiment: only that cell is built
-    proc = snakemake(wd, "-n", "--cores", "2", "results/cells/pa2k/IC/merit/eta150.verify.json")
+    proc = snakemake(wd, "-n", "--cores", "2", "results/default/cells/pa2k/IC/merit/eta150.verify.json")
     assert job_counts(proc.stdout) == {"solve_amcss": 1, "verify": 1}
-    proc = snakemake(wd, "results/cells/pa2k/IC/merit/eta100.verify.json", "-n", "-p", "--cores", "2",
-                     "--forcerun", "results/cells/pa2k/IC/merit/eta100.json", "--config", "realizations=1")
+    proc = snakemake(wd, "results/default/cells/pa2k/IC/merit/eta100.verify.json", "-n", "-p", "--cores", "2",
+                     "--forcerun", "results/default/cells/pa2k/IC/merit/eta100.json", "--config", "realizations=1")
     assert job_counts(proc.stdout) == {"solve_amcss": 1, "verify": 1}
     assert "--realizations 1" in proc.stdout
     # a cell of an experiment that does not exist is a clear error
-    proc = snakemake(wd, "-n", "--cores", "2", "results/cells/pa2k/IC/gamcss/eta100.json", check=False)
+    proc = snakemake(wd, "-n", "--cores", "2", "results/default/cells/pa2k/IC/gamcss/eta100.json", check=False)
     assert proc.returncode != 0 and "no amcss experiment in the config runs algorithm 'gamcss'" in proc.stdout + proc.stderr
 
 
@@ -247,6 +281,12 @@ def test_paper_configs_validate_and_plan(tmp_path, configfiles):
     proc = snakemake(wd, "-n", "-p", "--cores", "16", "--configfile", *files)
     counts = job_counts(proc.stdout)
     config = yaml.safe_load((wd / files[-1]).read_text())
+    # the plan says what it will download and store before anything runs
+    notice = re.search(r"gpucore: this configuration needs (\d+) graph\(s\).*? ([0-9.]+) (GB|MB) of disk in all",
+                       proc.stderr)
+    assert notice and int(notice.group(1)) == len({e["dataset"] for e in config["experiments"]}), proc.stderr[:2000]
+    if configfiles == "config/merit.yaml":
+        assert notice.group(3) == "GB" and float(notice.group(2)) >= 2, notice.group(0)
     cells = sum(len(e.get("eta", e.get("k", []))) * len(e["algorithms"]) for e in config["experiments"])
     assert counts.get("solve_amcss", 0) + counts.get("solve_im", 0) == cells
     assert counts.get("verify") == cells
@@ -273,13 +313,27 @@ def test_merit_config_matches_the_paper(tmp_path):
 
 
 @pytest.mark.parametrize("override,message", [
-    ("backend=gpu", "'gpu' is not one of ['cpu', 'cuda', 'auto']"),
-    ("realizations=0", "0 is less than the minimum of 1"),
+    ("backend=gpu", "config: backend: 'gpu' is not one of ['cpu', 'cuda', 'auto']"),
+    ("realizations=0", "config: realizations: 0 is less than the minimum of 1"),
+    ("realisations=3", "config: unknown key 'realisations' (known keys here: aggregate, algorithms, backend,"),
 ])
-def test_bad_config_is_rejected_by_the_schema(tmp_path, override, message):
+def test_bad_config_is_rejected_by_the_schema_in_one_line(tmp_path, override, message):
     wd = workdir(tmp_path)
     proc = snakemake(wd, "-n", "--config", override, check=False)
-    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and message in out, out[-3000:]
+    assert "Failed validating" not in out and "$schema" not in out and len(out.splitlines()) < 12, out[-3000:]
+
+
+def test_bad_registry_entry_is_one_line(tmp_path):
+    wd = workdir(tmp_path)
+    registry = yaml.safe_load((wd / "config" / "datasets.yaml").read_text())
+    registry["dblp"]["nodes"] = 5
+    write_yaml(wd / "config" / "bad-registry.yaml", registry)
+    proc = snakemake(wd, "-n", "--config", "registry=config/bad-registry.yaml", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "registry config/bad-registry.yaml: dblp: unknown key 'nodes'" in out, out[-3000:]
+    assert "Failed validating" not in out
 
 
 def test_unknown_dataset_and_wrong_algorithm_kind(tmp_path):
@@ -416,14 +470,14 @@ def test_own_graphs_through_http_mirror(toy_mirror, http_mirror, tmp_path):
         stats = json.loads((wd / "resources" / "graphs" / f"{key}.gcsr.json").read_text())
         assert (stats["n"], stats["m"]) == (g["n"], g["m"])
     assert not (wd / "resources" / "extracted" / "toy-konect.txt").exists()  # temp(): removed after use
-    datasets = {r["dataset"]: r for r in read_csv(wd / "results" / "tables" / "datasets.csv")}
+    datasets = {r["dataset"]: r for r in read_csv(wd / "results" / "default" / "tables" / "datasets.csv")}
     assert set(datasets) == set(graphs)
     assert all(r["size_check"] == "match (exact)" for r in datasets.values())
     # (the table compares with the preprocessed file's digest: an archive's is checked by the download only)
     assert all(datasets[key]["sha256_check"] == "match" for key in ("toy-directed", "toy-undirected"))
-    summary = read_csv(wd / "results" / "tables" / "amcss_summary.csv")
+    summary = read_csv(wd / "results" / "default" / "tables" / "amcss_summary.csv")
     assert len(summary) == 5 and all(r["verified"] == "True" for r in summary)
-    im = read_csv(wd / "results" / "tables" / "im_summary.csv")
+    im = read_csv(wd / "results" / "default" / "tables" / "im_summary.csv")
     assert len(im) == 1 and im[0]["verified"] == "True"
     # second run: nothing to do, even though the mirror's port would differ next time
     proc = snakemake(wd, "--cores", "2", "--configfile", tmp_path / "mirror.yaml")
@@ -479,6 +533,43 @@ def test_corrupt_file_in_a_local_mirror_directory(toy_mirror, tmp_path):
     _assert_failed_cleanly(wd, proc.stdout + proc.stderr, "toy-undirected", file)
 
 
+def test_origin_file_with_other_bytes_rebuilds_the_reference_graph(toy_mirror, http_mirror, tmp_path):
+    """A registry entry whose `sha256` is a curated copy's (scope mirror) and whose `arcs_sha256` is that
+    copy's graph: the origin's file (other compression, line order and header, repeated lines) is not
+    byte-checked but its graph is, and it preprocesses to the reference .gcsr; a file holding another
+    graph fails preprocessing with a message naming both digests."""
+    from gpucore.graph import preprocess
+
+    folder, graphs, registry = toy_mirror
+    key, curated = "toy-directed", folder / graphs["toy-directed"]["file"]
+    reference = preprocess(curated, tmp_path / "reference.gcsr", undirected=False, show_progress=False)
+    lines = gzip.decompress(curated.read_bytes()).decode().splitlines()[1:]
+    rng = np.random.default_rng(7)
+    origin_lines = list(rng.permutation(lines)) + lines[:25]
+    served = {"same": "# SNAP header\n" + "\n".join(origin_lines) + "\n",
+              "other": "\n".join(lines[:100] + lines[103:]) + "\n"}
+    for case, text in served.items():
+        site = tmp_path / f"site-{case}"
+        site.mkdir()
+        (site / "toy.txt.bz2").write_bytes(bz2.compress(text.encode()))
+        url = http_mirror(site)
+        entry = dict(registry[key], url=f"{url}/toy.txt.bz2", sha256_scope="mirror",
+                     arcs_sha256=reference["arcs_sha256"])
+        (tmp_path / case).mkdir()
+        wd = toy_workdir(tmp_path / case, {key: entry})
+        proc = snakemake(wd, f"resources/graphs/{key}.gcsr", "--cores", "1", "--config",
+                         "registry=config/test-registry.yaml", check=False)
+        log = (wd / "logs" / "preprocess" / f"{key}.log").read_text()
+        if case == "same":
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            stats = json.loads((wd / "resources" / "graphs" / f"{key}.gcsr.json").read_text())
+            assert stats["sha256"] == reference["sha256"] and "ok: arc set = the reference copy's" in log
+        else:
+            assert proc.returncode != 0 and "this file holds another graph than the reference copy" in log
+            assert reference["arcs_sha256"][:16] in log
+            assert not (wd / "resources" / "graphs" / f"{key}.gcsr").exists()
+
+
 def test_reference_config_works_from_its_mirror(shared_data, tmp_path):
     """config/reference-gpu.yaml from a folder holding the files it lists: every download is checked."""
     wd = workdir(tmp_path)
@@ -517,13 +608,13 @@ def test_real_snap_graphs_through_http_mirror(shared_data, http_mirror, tmp_path
         assert hashlib.sha256(raw.read_bytes()).hexdigest() == rows[file]["sha256"] == registry[key]["sha256"]
         stats = json.loads((wd / "resources" / "graphs" / f"{key}.gcsr.json").read_text())
         assert (stats["n"], stats["m"]) == (rows[file]["nodes"], rows[file]["arcs"])
-    summary = read_csv(wd / "results" / "tables" / "amcss_summary.csv")
+    summary = read_csv(wd / "results" / "default" / "tables" / "amcss_summary.csv")
     assert len(summary) == 6 and all(r["verified"] == "True" for r in summary)
 
 
 def test_failed_verification_fails_the_workflow(tmp_path):
     wd = workdir(tmp_path)
-    cell = "results/cells/pa2k/IC/merit/eta30"
+    cell = "results/default/cells/pa2k/IC/merit/eta30"
     snakemake(wd, f"{cell}.verify.json", "--cores", "2", "--config", "realizations=1")
     result = json.loads((wd / f"{cell}.json").read_text())
     assert json.loads((wd / f"{cell}.verify.json").read_text())["passed"] is True
@@ -534,5 +625,16 @@ def test_failed_verification_fails_the_workflow(tmp_path):
     assert proc.returncode != 0 and "verification failed" in out
     assert job_counts(out) == {"verify": 1}  # the result is newer than its verification: only verify reruns
     assert not (wd / f"{cell}.verify.json").exists()
-    kept = json.loads((wd / f"logs/cells/pa2k/IC/merit/eta30.verify.log.json").read_text())
+    kept = json.loads((wd / "results/default/logs/cells/pa2k/IC/merit/eta30.verify.log.json").read_text())
     assert kept["passed"] is False
+
+
+def test_report_files_are_ignored_by_git(tmp_path):
+    """`snakemake --report NAME` at the top of the checkout, whatever NAME, never shows as a new file."""
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    names = ["report.html", "merit-report.html", "gim_report.html", "report.zip", "reference-gpu.html"]
+    proc = subprocess.run(["git", "check-ignore", "--no-index", *names], cwd=REPO, capture_output=True, text=True)
+    assert sorted(proc.stdout.split()) == sorted(names)
+    kept = "results/reference/workflow-h100/report.html"
+    assert subprocess.run(["git", "check-ignore", "--no-index", "-q", kept], cwd=REPO).returncode == 1

@@ -40,8 +40,8 @@ def test_no_lambda_in_the_workflow():
 def test_schemas_live_beside_the_workflow():
     assert (SCHEMAS / "config.schema.yaml").is_file() and (SCHEMAS / "datasets.schema.yaml").is_file()
     assert not (ROOT / "config" / "schema").exists()
-    assert 'validate(config, "workflow/schemas/config.schema.yaml")' in (ROOT / "Snakefile").read_text()
-    assert '"../workflow/schemas/datasets.schema.yaml"' in (ROOT / "rules" / "common.smk").read_text()
+    assert 'check_schema(config, "workflow/schemas/config.schema.yaml", "config")' in (ROOT / "Snakefile").read_text()
+    assert '"workflow/schemas/datasets.schema.yaml"' in (ROOT / "rules" / "common.smk").read_text()
 
 
 def _config(**algorithm) -> dict:

@@ -69,17 +69,14 @@ snakemake --configfile "${CONFIGS[@]}" --cores "$CORES" --resources gpu=1 "$@" 2
 log "report"
 snakemake --configfile "${CONFIGS[@]}" --report "$OUT/report.html" "$@" >> "$OUT/snakemake.log" 2>&1
 
-# 4. copy this configuration's outputs (and only those) to OUTDIR
-snakemake --configfile "${CONFIGS[@]}" --summary "$@" 2>/dev/null | awk -F'\t' 'NR > 1 {print $1}' \
-    | grep -E '^results/(tables|figures|cells)/' > "$OUT/.files" || true
-copy() { mkdir -p "$(dirname "$2")" && cp "$1" "$2"; }
-while read -r f; do
-    [ -f "$f" ] || continue
-    copy "$f" "$OUT/${f#results/}"
-    case "$f" in results/cells/*.json)  # the Snakemake benchmark of that solve / verify job
-        b="results/benchmarks/${f#results/}"; b="${b%.json}.tsv"; [ -f "$b" ] && copy "$b" "$OUT/${b#results/}" ;; esac
-done < "$OUT/.files"
-rm -f "$OUT/.files"
+# 4. copy this configuration's output tree (config `output`; its logs stay) to OUTDIR
+TREE=$("$PY" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['output'])" "$CONFIG")
+for part in tables figures cells config.yaml config.html; do
+    if [ -e "$TREE/$part" ]; then cp -r "$TREE/$part" "$OUT/"; fi
+done
+if [ -d "$TREE/benchmarks/cells" ]; then  # the Snakemake benchmark of every solve / verify job
+    mkdir -p "$OUT/benchmarks" && cp -r "$TREE/benchmarks/cells" "$OUT/benchmarks/"
+fi
 for c in "${CONFIGS[@]}"; do cp "$c" "$OUT/$(basename "$c")"; done
 
 # 5. provenance
@@ -100,9 +97,9 @@ for c in "${CONFIGS[@]}"; do cp "$c" "$OUT/$(basename "$c")"; done
     echo "- versions: $("$PY" -c 'import platform, snakemake, numpy, numba; import cupy; print(f"python {platform.python_version()}, snakemake {snakemake.__version__}, numpy {numpy.__version__}, numba {numba.__version__}, cupy {cupy.__version__}")' 2>/dev/null)"
     echo "- wall time: $(($(date +%s) - START)) s"
     echo
-    echo "Files: tables/ (CSV, Markdown, LaTeX, HTML), figures/, cells/ (result and oracle report of every"
-    echo "cell), benchmarks/ (Snakemake benchmark of every solve and verify job), report.html, the config files,"
-    echo "snakemake.log."
+    echo "Files: the configuration's output tree ($TREE: tables/ (CSV, Markdown, LaTeX, HTML), figures/, cells/"
+    echo "(result and oracle report of every cell), benchmarks/cells/ (Snakemake benchmark of every solve and verify"
+    echo "job), config.yaml (the merged configuration)), report.html, the config files, snakemake.log."
     echo
     if [ -f "$OUT/tables/amcss_summary.md" ]; then cat "$OUT/tables/amcss_summary.md"; echo; fi
     if [ -f "$OUT/tables/im_summary.md" ]; then cat "$OUT/tables/im_summary.md"; fi

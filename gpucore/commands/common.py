@@ -22,16 +22,21 @@ group                     flags                                       commands
 
 The value parsers raise ``GpucoreError`` (not argparse's two-line usage error): ``gpucore.cli``
 parses inside its error handler, so a bad value is one ``gpucore: error: --flag ...`` line, exit 2.
+An output is checked before anything is computed: ``parse_output`` refuses a place that cannot be
+written (a folder, a path under a file, no permission), and ``check_outputs`` (run by ``gpucore.cli``
+on the parsed arguments) an output that is one of the command's inputs (``INPUT_ARGS``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
+from pathlib import Path
 
-from gpucore.atomic import write_json
+from gpucore.atomic import why_unwritable, write_json
 from gpucore.backend import BACKENDS
 from gpucore.dist import current
 from gpucore.errors import GpucoreError
@@ -100,6 +105,49 @@ def _seed_parser(flag: str):
         return seed
 
     return parse_seed
+
+
+def parse_output(text: str) -> str:
+    """An output path ``atomic_path`` can write: not a folder or a device, in a folder that exists or
+    can be made, where a file can be created."""
+    if not str(text).strip():
+        raise GpucoreError("-o/--output: empty path")
+    problem = why_unwritable(text)
+    if problem:
+        raise GpucoreError(f"-o {text}: {problem}")
+    return text
+
+
+#: argument names (``args.<name>``) of the commands' input files: no output may overwrite one
+INPUT_ARGS = ("input", "graph", "result")
+
+
+def written_files(output) -> list[Path]:
+    """The files a command writes for ``-o output``: a ``.gcsr`` comes with its sidecar ``.gcsr.json``."""
+    out = Path(output)
+    return [out, out.with_name(out.name + ".json")] if out.suffix == ".gcsr" else [out]
+
+
+def check_outputs(args) -> None:
+    """Refuse an ``-o`` that would overwrite one of the command's own inputs (e.g.
+    ``gpucore preprocess g.txt -o g.txt``): the input would be lost, or read while it is replaced."""
+    output = getattr(args, "output", None)
+    if not output:
+        return
+    for name in INPUT_ARGS:
+        source = getattr(args, name, None)
+        if not source:
+            continue
+        for target in written_files(output):
+            if _same_file(target, Path(source)):
+                flag = " (--graph)" if name == "graph" else ""
+                raise GpucoreError(f"-o {output}: would overwrite the input {source}{flag}; choose another output")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.exists() and b.exists():
+        return os.path.samefile(a, b)
+    return a.resolve() == b.resolve()
 
 
 # ---- option groups -----------------------------------------------------------------------------
@@ -187,7 +235,7 @@ def sampler_options(args) -> dict:
 
 
 def add_output_option(parser, help: str = "result JSON (default: standard output)", required: bool = False) -> None:
-    parser.add_argument("-o", "--output", required=required, default=None, help=help)
+    parser.add_argument("-o", "--output", type=parse_output, required=required, default=None, help=help)
 
 
 # ---- output ------------------------------------------------------------------------------------

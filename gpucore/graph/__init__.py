@@ -11,6 +11,7 @@ Typical use::
 
 from gpucore.graph.build import from_arcs, save_graph
 from gpucore.graph.model import Graph, load_graph
-from gpucore.graph.preprocess import preprocess, sidecar_path
+from gpucore.graph.integrity import sidecar_path
+from gpucore.graph.preprocess import preprocess
 
 __all__ = ["Graph", "from_arcs", "load_graph", "preprocess", "save_graph", "sidecar_path"]

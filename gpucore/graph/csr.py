@@ -5,10 +5,15 @@ Canonical form, so that a ``.gcsr`` file is a function of the edge *set* alone:
 - arcs are sorted by (source, target); self-loops and duplicate arcs are dropped;
 - the **original edge id** of an arc is its position in that order (its index in the out-CSR),
   and the in-CSR stores it beside every arc, so both CSRs name an arc the same way.
+
+``arc_set_sha256`` is the digest of that canonical form: the same for every file that holds the
+same graph, whatever its compression, line order, duplicate lines, comments or self-loops on
+vertices that have other lines.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +40,16 @@ class CSRGraph:
     @property
     def m(self) -> int:
         return int(self.out_dst.shape[0])
+
+
+def arc_set_sha256(original_id: np.ndarray, out_indptr: np.ndarray, out_dst: np.ndarray) -> str:
+    """SHA-256 of a graph's vertices and arcs in canonical form: the bytes ``gpucore-arcs-1`` and a NUL,
+    then ``original_id`` (int64), ``out_indptr`` (int64) and ``out_dst`` (int32), little-endian. Two edge
+    lists with this digest preprocess (same direction, schemes and seed) to the same ``.gcsr``."""
+    digest = hashlib.sha256(b"gpucore-arcs-1\0")
+    for arr, dtype in ((original_id, "<i8"), (out_indptr, "<i8"), (out_dst, "<i4")):
+        digest.update(np.ascontiguousarray(arr, dtype=dtype).view(np.uint8).data)
+    return digest.hexdigest()
 
 
 @njit(parallel=True, cache=True)

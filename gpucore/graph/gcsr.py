@@ -23,7 +23,8 @@ Layout (little-endian)::
 Arrays of version 1: ``out_indptr`` int64[n+1], ``out_dst`` int32[m], ``out_prob`` float32[m]
 (indexed by original edge id = out-CSR position), ``in_indptr`` int64[n+1], ``in_src`` int32[m],
 ``in_eid`` int32|int64[m], ``in_prob`` float32[m], ``cost`` float32[n] (raw), ``original_id``
-int64[n]. Loading maps the file read-only; ``verify=True`` recomputes the content digest.
+int64[n]. Loading maps the file read-only after the checks of ``gpucore.graph.integrity`` (the
+structure on every load, the content digest once per version of the file).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from gpucore.errors import GpucoreError
-from gpucore.graph.gcsr import ARRAY_ORDER, content_digest, map_arrays, read_header
+from gpucore.graph.gcsr import ARRAY_ORDER, map_arrays, read_header
+from gpucore.graph.integrity import check_content, check_structure
 from gpucore.graph.weights import lt_in_weights
 
 
@@ -91,19 +92,26 @@ class Graph:
 
     def verify(self) -> None:
         """Recompute the content digest; raise GpucoreError if the file's arrays were altered."""
-        got = content_digest(self.path, read_header(self.path))
-        if got != self.sha256:
-            raise GpucoreError(f"{self.path}: content checksum mismatch (file is corrupt)")
+        check_content(self.path, read_header(self.path), force=True)
 
 
-def load_graph(path, verify: bool = False) -> Graph:
-    """Map a ``.gcsr`` file. Header CRC and sizes are always checked; ``verify`` checks content."""
+def load_graph(path, verify: bool | None = None) -> Graph:
+    """Map a ``.gcsr`` file after the checks of ``gpucore.graph.integrity``.
+
+    Always: the header (magic, version, CRC, sizes) and the structure (dtypes, lengths, offsets, ids
+    in range). The content digest: ``verify=None`` (default) once per version of the file (cached in
+    the sidecar by size and modification time), ``True`` always, ``False`` never. A file that fails
+    raises ``GpucoreError`` before anything reads its arrays.
+    """
     path = Path(path)
     header = read_header(path)
     missing = [name for name in ARRAY_ORDER if name not in header["arrays"]]
     if missing:
         raise GpucoreError(f"{path}: .gcsr file lacks arrays {missing}")
     arrays = map_arrays(path, header)
+    check_structure(path, header["n"], header["m"], arrays)
+    if verify is not False:
+        check_content(path, header, force=bool(verify))
     graph = Graph(
         path=path,
         n=header["n"],
@@ -114,6 +122,4 @@ def load_graph(path, verify: bool = False) -> Graph:
         meta=header["meta"],
         **{name: arrays[name] for name in ARRAY_ORDER},
     )
-    if verify:
-        graph.verify()
     return graph

@@ -12,21 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
-from gpucore.atomic import write_json
 from gpucore.errors import GpucoreError
 from gpucore.graph.costs import parse_cost, vertex_costs
-from gpucore.graph.csr import build_csr, relabel
+from gpucore.graph.csr import arc_set_sha256, build_csr, relabel
 from gpucore.graph.edgelist import read_edge_list
 from gpucore.graph.gcsr import VERSION, write_gcsr
+from gpucore.graph.integrity import write_sidecar
 from gpucore.graph.weights import count_lt_violations, edge_probabilities, parse_weights
 from gpucore.progress import status
 from gpucore.timing import Phases
-
-
-def sidecar_path(gcsr_path) -> Path:
-    """The statistics file beside a ``.gcsr``: ``graph.gcsr`` -> ``graph.gcsr.json``."""
-    gcsr_path = Path(gcsr_path)
-    return gcsr_path.with_name(gcsr_path.name + ".json")
 
 
 def preprocess(
@@ -76,6 +70,7 @@ def preprocess(
         "format_version": VERSION,
         "source": source.name,
         "source_sha256": edges.sha256,
+        "arcs_sha256": arc_set_sha256(original, csr.out_indptr, csr.out_dst),
         "source_lines": edges.lines,
         "edge_lines": edge_lines,
         "directed_source": not undirected,
@@ -117,5 +112,4 @@ def preprocess(
         )
     seconds = dict(phases.seconds, total=phases.total)
     sidecar = dict(stats, sha256=digest, seconds={k: round(v, 3) for k, v in seconds.items()})
-    write_json(sidecar_path(output), sidecar)
-    return sidecar
+    return write_sidecar(output, sidecar)  # with the content record: the first load need not hash the arrays

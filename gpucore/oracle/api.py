@@ -11,12 +11,17 @@ Contracts (all ids are INTERNAL ids 0..n-1 of the ``Graph``; arc id = out-CSR po
   every run can be replayed on its own, and CPU and GPU give identical per-run sizes; under MPI the
   runs are split across the ranks by index (``gpucore.dist``, the one solver-neutral layer used
   here besides the backend), with the same worlds whatever the split.
+- Timing: ``warm_up`` compiles and loads every kernel (Numba's JIT or its cache, the CUDA modules,
+  the graph's device copy) before a timed region; ``spread`` calls it and reports its seconds as
+  ``warm_up_seconds``, apart from ``seconds``. The runs go in batches (``gpucore.oracle.batches``):
+  a progress bar (runs, rate, ETA) on a terminal, and a Ctrl-C acted on within a batch.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -32,7 +37,9 @@ from gpucore.oracle.checks import (
     check_seeds,
     check_u64,
 )
-from gpucore.oracle.cpu import WorldState, choose_chunks, counts_cpu, oracle_world_seeds
+from gpucore.oracle.batches import batches
+from gpucore.oracle.cpu import Simulator, WorldState, choose_chunks, oracle_world_seeds
+from gpucore.progress import progress
 from gpucore.timing import Phases
 
 __all__ = [
@@ -45,6 +52,7 @@ __all__ = [
     "simulate_world",
     "simulate_worlds",
     "spread",
+    "warm_up",
 ]
 
 
@@ -61,6 +69,7 @@ class SpreadResult:
     normal-approximation confidence interval ``mean -/+ z * stderr`` at level ``confidence``.
     ``counts[s]`` is the activated-set size in run ``s`` (world ``mc_world_seeds(seed, runs)[s]``).
     ``ranks``: how many MPI ranks shared the runs (the result does not depend on it).
+    ``seconds`` is the simulation alone; ``warm_up_seconds`` the compiling and loading before it.
     """
 
     model: str
@@ -76,6 +85,7 @@ class SpreadResult:
     seconds: float
     counts: np.ndarray = field(repr=False, compare=False)
     ranks: int = field(default=1, compare=False)
+    warm_up_seconds: float = field(default=0.0, compare=False)
 
     @property
     def ci(self) -> tuple[float, float]:
@@ -205,35 +215,29 @@ def _engine(backend):
     return cuda_engine(backend)
 
 
-def _counts(graph, seeds, model, worlds, backend, want_sets=False, threads=None, gpu_variant=None):
-    """Per-world activated-set sizes (and sets) on the resolved backend; returns (counts, sets, name)."""
+def _counts(graph, seeds, model, worlds, backend, want_sets=False, gpu_variant=None):
+    """Per-world activated-set sizes (and sets) on the resolved backend; returns (counts, sets, name).
+    On the CPU this is the one-world-at-a-time path of ``simulate_worlds`` (it returns the sets
+    whatever ``want_sets``); Monte-Carlo counts go through ``Simulator`` (``_simulate``)."""
     from gpucore.oracle.cuda import Engine
 
     out_indptr, out_dst, weights = _model_arrays(graph, model)
-    if not isinstance(backend, Engine):
-        backend = _resolve_backend(backend)
-        if not backend.is_cuda:
-            if want_sets:
-                sets = np.zeros((worlds.size, graph.n), dtype=bool)
-                counts = np.empty(worlds.size, dtype=np.int64)
-                for i, w in enumerate(worlds):
-                    state = WorldState(out_indptr, out_dst, weights, model, int(w))
-                    state.activate(seeds)
-                    sets[i, state.activated()] = True
-                    counts[i] = state.tail
-                return counts, sets, "cpu"
-            import numba
-
-            threads = int(threads) if threads else numba.get_num_threads()
-            chunks = choose_chunks(threads, int(worlds.size), graph.n, graph.m)
-            _check_host_memory(graph.n, model, chunks)
-            return counts_cpu(out_indptr, out_dst, weights, seeds, worlds, model, chunks), None, "cpu"
+    if not isinstance(backend, Engine) and not _resolve_backend(backend).is_cuda:
+        sets = np.zeros((worlds.size, graph.n), dtype=bool)
+        counts = np.empty(worlds.size, dtype=np.int64)
+        for i, w in enumerate(worlds):
+            state = WorldState(out_indptr, out_dst, weights, model, int(w))
+            state.activate(seeds)
+            sets[i, state.activated()] = True
+            counts[i] = state.tail
+        return counts, sets, "cpu"
+    backend = backend if isinstance(backend, Engine) else _resolve_backend(backend)
     engine = _engine(backend)
     from gpucore.oracle.cuda import ic_counts_gpu, lt_counts_gpu
 
     arrays = None
     if engine.name == "cuda":
-        names = ("out_indptr", "out_dst", "out_prob" if model == "IC" else "lt_out_weights")
+        names = _device_names(model)
         d = graph.device_arrays(backend, names)
         arrays = tuple(d[name] for name in names)
         if d[names[2]].dtype != np.float32:
@@ -245,6 +249,101 @@ def _counts(graph, seeds, model, worlds, backend, want_sets=False, threads=None,
         counts, sets = lt_counts_gpu(engine, out_indptr, out_dst, weights, seeds, worlds, want_sets=want_sets,
                                      arrays=arrays)
     return counts, sets, engine.name
+
+
+def _device_names(model: str) -> tuple[str, str, str]:
+    """The graph arrays the GPU kernels of ``model`` read (copied to the device once per graph)."""
+    return ("out_indptr", "out_dst", "out_prob" if model == "IC" else "lt_out_weights")
+
+
+def _cpu_simulator(graph, model: str, runs: int, threads) -> Simulator:
+    """CPU workers for ``runs`` worlds: all threads for large work, one for tiny graphs."""
+    import numba
+
+    threads = int(threads) if threads else numba.get_num_threads()
+    chunks = choose_chunks(threads, runs, graph.n, graph.m)
+    _check_host_memory(graph.n, model, chunks)
+    return Simulator(*_model_arrays(graph, model), model, chunks)
+
+
+def _simulate(graph, seeds, model, worlds, backend, threads, gpu_variant) -> tuple[np.ndarray, str]:
+    """Per-world sizes in batches (``gpucore.oracle.batches``) under a progress bar: (counts, backend name).
+    CPU batches are multiples of the worker count, GPU batches of 64 (one word of simulations)."""
+    from gpucore.oracle.cuda import Engine
+
+    if not isinstance(backend, Engine):
+        backend = _resolve_backend(backend)
+    if not isinstance(backend, Engine) and not backend.is_cuda:
+        sim = _cpu_simulator(graph, model, int(worlds.size), threads)
+        name, first, step = "cpu", sim.chunks, sim.chunks
+
+        def run(batch):
+            return sim.counts(seeds, batch)
+    else:
+        name, first, step = backend.name, GPU_FIRST_BATCH, 64
+
+        def run(batch):
+            return _counts(graph, seeds, model, batch, backend, gpu_variant=gpu_variant)[0]
+    counts = np.empty(worlds.size, dtype=np.int64)
+    with progress(total=int(worlds.size), desc="oracle", unit="run") as bar:
+        for lo, hi in batches(int(worlds.size), first, step):
+            counts[lo:hi] = run(worlds[lo:hi])
+            bar.update(hi - lo)
+    return counts, name
+
+
+#: runs of the first GPU batch (64 words; later batches follow the measured rate)
+GPU_FIRST_BATCH = 4096
+
+
+def warm_up(graph, model: str, backend="auto", *, sets: bool = False, gpu_variant: str | None = None) -> float:
+    """Compile or load the kernels that ``spread`` (``sets``: ``simulate_worlds`` and ``replay``, which
+    follow one world at a time and return the activated sets) runs on ``graph`` under ``model``
+    (Numba's JIT or its on-disk cache; on a GPU the CUDA modules and the graph's device copy), by
+    running them on a two-vertex graph whose arrays have the types of ``graph``'s: no timed region
+    pays for compiling. Returns the seconds taken (close to zero once done in this process)."""
+    from gpucore.oracle.cuda import Engine
+
+    start = time.perf_counter()
+    model = check_model(model)
+    tiny = _TinyGraph(graph, model)
+    seeds, worlds = np.zeros(1, dtype=np.int64), mc_world_seeds(0, 2)
+    if isinstance(backend, Engine) or _resolve_backend(backend).is_cuda:
+        _counts(tiny, seeds, model, worlds, backend, want_sets=sets, gpu_variant=gpu_variant)
+        if not isinstance(backend, Engine):
+            graph.device_arrays(_resolve_backend(backend), _device_names(model))
+    elif sets:
+        WorldState(*_model_arrays(tiny, model), model, 0).activate(seeds)
+    else:
+        for chunks in (1, 2):  # one worker (also the last, short batch), and the parallel loop
+            Simulator(*_model_arrays(tiny, model), model, chunks).counts(seeds, worlds)
+    return time.perf_counter() - start
+
+
+class _TinyGraph:
+    """The graph 0 -> 1 with arrays of the dtypes and writability of ``like``'s (Numba compiles one
+    version per array type, read-only memory maps included)."""
+
+    n, m = 2, 1
+
+    def __init__(self, like, model: str):
+        in_w, out_w = like.edge_probabilities(model)
+        self.out_indptr = _same_type([0, 1, 1], like.out_indptr)
+        self.out_dst = _same_type([1], like.out_dst)
+        self.in_weights = _same_type([0.5], in_w)
+        self.out_prob = self.lt_out_weights = _same_type([0.5], out_w)
+
+    def edge_probabilities(self, model: str):
+        return self.in_weights, self.out_prob
+
+    def device_arrays(self, backend, names):
+        return {name: backend.asarray(getattr(self, name)) for name in names}
+
+
+def _same_type(values, like) -> np.ndarray:
+    arr = np.array(values, dtype=np.asarray(like).dtype)
+    arr.flags.writeable = bool(np.asarray(like).flags.writeable)
+    return arr
 
 
 def _check_gpu_variant(variant) -> None:
@@ -278,7 +377,9 @@ def spread(graph, seeds, model: str = "IC", runs: int = 10000, seed: int = 0, *,
     Run ``s`` (0 <= s < runs) is the world ``mix(seed, Stream.ORACLE, s)``; its activated-set size
     counts the seeds. Returns mean, standard error, a ``confidence`` normal-approximation CI and the
     per-run sizes. ``backend``: "auto" (GPU if CuPy sees one), "cpu", "cuda", a ``Backend``, or an
-    oracle ``Engine`` (tests). Per-run sizes do not depend on the backend. ``threads``: CPU workers
+    oracle ``Engine`` (tests). The kernels are warmed up first (``warm_up``, its seconds apart); the
+    runs go in batches of about ``BATCH_SECONDS`` under a progress bar, and a Ctrl-C stops them
+    within a batch (``KeyboardInterrupt``). Per-run sizes do not depend on the backend. ``threads``: CPU workers
     (default: all Numba threads). ``gpu_variant``: the IC GPU kernel (``gpucore.oracle.cuda.IC_VARIANTS``,
     default ``gpu.IC_VARIANT``; ignored on the CPU and under LT).
     Over several ranks (``comm``, default ``gpucore.dist.current()``) this is collective: every rank
@@ -299,17 +400,18 @@ def spread(graph, seeds, model: str = "IC", runs: int = 10000, seed: int = 0, *,
     comm = current() if comm is None else comm
     begin, end = partition(runs, comm.size, comm.rank)
     worlds = mc_world_seeds(seed, end - begin, start=begin)
+    warm = warm_up(graph, model, backend, gpu_variant=gpu_variant)
     timer = Phases(("simulate",))
     with timer.phase("simulate"):
         local, name = np.empty(0, dtype=np.int64), None
         if worlds.size:
-            local, _, name = _counts(graph, seeds, model, worlds, backend, threads=threads, gpu_variant=gpu_variant)
+            local, name = _simulate(graph, seeds, model, worlds, backend, threads, gpu_variant)
         counts = comm.allgather_array(np.asarray(local, dtype=np.int64))
         name = next(n for n in comm.allgather(name) if n is not None)
     mean, stderr, low, high = spread_statistics(counts, confidence)
     return SpreadResult(model=model, mean=mean, stderr=stderr, ci_low=low, ci_high=high, confidence=confidence,
                         runs=runs, seed=seed, num_seeds=int(seeds.size), backend=name, seconds=timer.total,
-                        counts=counts, ranks=comm.size)
+                        counts=counts, ranks=comm.size, warm_up_seconds=warm)
 
 
 def simulate_worlds(graph, seeds, model: str, world_seeds, *, backend="cpu",

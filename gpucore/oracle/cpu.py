@@ -164,29 +164,47 @@ def cpu_state_bytes(n: int, model: str) -> int:
     return n * (1 + 4) if model == "IC" else n * (1 + 8 + 4 + 4)
 
 
+class Simulator:
+    """Monte-Carlo workers for one graph and model: ``chunks`` rows of state (allocated once, left clean
+    by every run) that successive batches of worlds reuse."""
+
+    def __init__(self, out_indptr, out_dst, weights, model: str, chunks: int):
+        self.out_indptr, self.out_dst, self.weights, self.model = out_indptr, out_dst, weights, model
+        n = out_indptr.shape[0] - 1
+        self.chunks = max(1, int(chunks))
+        # Rows padded to whole cache lines so that workers never share one (no false sharing).
+        self.active = _rows(self.chunks, n, np.uint8, zero=True)
+        self.queue = _rows(self.chunks, n, np.int32)
+        if model == "LT":
+            self.acc = _rows(self.chunks, n, np.int64, zero=True)
+            self.touched = _rows(self.chunks, n, np.int32)
+
+    def counts(self, seeds, worlds) -> np.ndarray:
+        """Activated-set size of ``seeds`` in each world of ``worlds`` (parallel over the workers)."""
+        runs = worlds.shape[0]
+        chunks = min(self.chunks, runs)
+        counts = np.empty(runs, dtype=np.int64)
+        g = (self.out_indptr, self.out_dst, self.weights)
+        if self.model == "IC":
+            if chunks == 1:
+                _ic_range(*g, seeds, worlds, self.active[0], self.queue[0], counts, 0, runs)
+            else:
+                _ic_counts(*g, seeds, worlds, self.active[:chunks], self.queue[:chunks], counts)
+        else:
+            g = (self.out_indptr, self.weights, self.out_dst)
+            if chunks == 1:
+                _lt_range(*g, seeds, worlds, self.active[0], self.acc[0], self.queue[0], self.touched[0], counts,
+                          0, runs)
+            else:
+                _lt_counts(*g, seeds, worlds, self.active[:chunks], self.acc[:chunks], self.queue[:chunks],
+                           self.touched[:chunks], counts)
+        return counts
+
+
 def counts_cpu(out_indptr, out_dst, weights, seeds, worlds, model: str, chunks: int) -> np.ndarray:
     """Activated-set size of ``seeds`` in each world of ``worlds`` (parallel over ``chunks`` workers)."""
-    n = out_indptr.shape[0] - 1
     chunks = max(1, min(int(chunks), worlds.shape[0]))
-    counts = np.empty(worlds.shape[0], dtype=np.int64)
-    # Rows padded to whole cache lines so that workers never share one (no false sharing).
-    active = _rows(chunks, n, np.uint8, zero=True)
-    queue = _rows(chunks, n, np.int32)
-    runs = worlds.shape[0]
-    if model == "IC":
-        if chunks == 1:
-            _ic_range(out_indptr, out_dst, weights, seeds, worlds, active[0], queue[0], counts, 0, runs)
-        else:
-            _ic_counts(out_indptr, out_dst, weights, seeds, worlds, active, queue, counts)
-    else:
-        acc = _rows(chunks, n, np.int64, zero=True)
-        touched = _rows(chunks, n, np.int32)
-        if chunks == 1:
-            _lt_range(out_indptr, weights, out_dst, seeds, worlds, active[0], acc[0], queue[0], touched[0], counts,
-                      0, runs)
-        else:
-            _lt_counts(out_indptr, weights, out_dst, seeds, worlds, active, acc, queue, touched, counts)
-    return counts
+    return Simulator(out_indptr, out_dst, weights, model, chunks).counts(seeds, worlds)
 
 
 def _rows(chunks: int, n: int, dtype, zero: bool = False) -> np.ndarray:

@@ -18,8 +18,9 @@ from numba import njit
 
 from gpucore.backend import get_backend
 from gpucore.errors import GpucoreError
-from gpucore.oracle.api import SpreadResult, simulate_worlds, spread_statistics
+from gpucore.oracle.api import SpreadResult, simulate_worlds, spread_statistics, warm_up
 from gpucore.oracle.checks import check_confidence, check_model, check_runs, check_seeds, check_u64
+from gpucore.progress import progress
 from gpucore.random import Stream, mix4
 from gpucore.timing import Phases
 
@@ -56,15 +57,18 @@ def multi_round_spread(graph, seeds_by_round, model: str = "IC", runs: int = 100
     resolved = get_backend(backend) if isinstance(backend, str) else backend
     chunk = int(max(1, min(runs, _CHUNK_CELLS // max(graph.n, 1))))
     counts = np.empty(runs, dtype=np.int64)
+    warm = warm_up(graph, model, resolved, sets=True)
     timer = Phases(("simulate",))
-    with timer.phase("simulate"):
+    with timer.phase("simulate"), progress(total=runs, desc=f"oracle ({len(rounds)} rounds)", unit="run") as bar:
         for lo in range(0, runs, chunk):
             hi = min(runs, lo + chunk)
             per_round = [simulate_worlds(graph, ids, model, round_world_seeds(seed, lo, hi - lo, t), backend=resolved)
                          for t, ids in enumerate(rounds)]
             for r in range(hi - lo):
                 counts[lo + r] = np.unique(np.concatenate([worlds[r].active for worlds in per_round])).size
+            bar.update(hi - lo)
     mean, stderr, low, high = spread_statistics(counts, confidence)
     return SpreadResult(model=model, mean=mean, stderr=stderr, ci_low=low, ci_high=high, confidence=confidence,
                         runs=runs, seed=seed, num_seeds=int(sum(s.size for s in rounds)),
-                        backend=getattr(resolved, "name", "cpu"), seconds=timer.total, counts=counts)
+                        backend=getattr(resolved, "name", "cpu"), seconds=timer.total, counts=counts,
+                        warm_up_seconds=warm)

@@ -217,3 +217,19 @@ def test_multi_round_spread_counts_equal_cpu(cuda, pa_graph, model):
     gpu = multi_round_spread(pa_graph, plan, model, runs=300, seed=5, backend=cuda)
     cpu = multi_round_spread(pa_graph, plan, model, runs=300, seed=5, backend="cpu")
     assert gpu.backend == "cuda" and np.array_equal(gpu.counts, cpu.counts)
+
+
+@pytest.mark.parametrize("model", ["IC", "LT"])
+def test_spread_in_batches_after_warm_up(cuda, pa_graph, model, monkeypatch):
+    """spread's GPU batches (forced to the smallest, 64 runs) give the CPU's per-run sizes; the warm-up
+    (CUDA modules, the graph's device copy) is reported apart and costs nothing the second time."""
+    from gpucore.oracle import api, batches
+
+    monkeypatch.setattr(api, "GPU_FIRST_BATCH", 64)
+    monkeypatch.setattr(batches, "BATCH_SECONDS", 1e-9)
+    seeds = [0, 1, 2, 100, 1000]
+    a = spread(pa_graph, seeds, model, runs=1000, seed=4, backend="cpu")
+    b = spread(pa_graph, seeds, model, runs=1000, seed=4, backend=cuda)
+    assert b.backend == "cuda" and np.array_equal(a.counts, b.counts)
+    assert b.warm_up_seconds >= 0 and api.warm_up(pa_graph, model, cuda) < 0.5
+    assert api.warm_up(pa_graph, model, cuda, sets=True) >= 0

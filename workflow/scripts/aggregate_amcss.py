@@ -14,7 +14,7 @@ COMPACT = {
 
 
 def cell_meta(path: str, labels: dict) -> dict:
-    """results/cells/{dataset}/{model}/{algorithm}/eta{eta}.json -> dataset, algorithm, label."""
+    """<output>/cells/{dataset}/{model}/{algorithm}/eta{eta}.json -> dataset, algorithm, label."""
     parts = Path(path).parts
     dataset, algorithm = parts[-4], parts[-2]
     return {"dataset": dataset, "algorithm": algorithm, "label": labels.get(algorithm, algorithm)}

@@ -8,7 +8,7 @@ from aggregate_amcss import sidecars_by_dataset
 from results_io import dataset_row, write_table
 
 COMPACT = ["dataset", "title", "source", "directed", "n", "m", "size_check", "self_loops_dropped",
-           "duplicates_dropped", "max_in_degree", "max_out_degree", "cost_scale", "sha256_check"]
+           "duplicates_dropped", "max_in_degree", "max_out_degree", "cost_scale", "sha256_check", "arcs_check"]
 
 
 def main(smk) -> None:

@@ -4,19 +4,26 @@
   server labels a .gz with Content-Encoding), `Accept-Encoding: identity`.
 - The bytes go to `<output>.part`; a later attempt (a retry, or the next run after an interruption)
   resumes it with an HTTP Range request; a server that ignores Range restarts it from zero.
-- Retries with exponential backoff for connection errors, timeouts, short reads, 408/429/5xx;
-  other 4xx fail at once.
-- The SHA-256 is checked against the registry; the file is renamed onto the output only when it
-  matches (no partial or corrupt file ever sits at the output path). A definitive failure (bad
+- Retries, with exponential backoff, only where waiting can help: timeouts, dropped connections,
+  short reads, 408/425/429/5xx. What waiting cannot fix fails at once, with a hint to use
+  `mirror=` when the origin was asked: a host that does not resolve (no network or no DNS), a
+  refused connection, an unreachable network, a TLS failure, any other 4xx.
+- The SHA-256 of the bytes is checked against the registry when it applies (`sha256_scope`); the
+  file is renamed onto the output only when it matches (no partial or corrupt file ever sits at the output path). A definitive failure (bad
   checksum, size mismatch after all retries, missing file) also removes the `.part` file; only an
   interruption (Ctrl-C, SIGTERM) leaves it to be resumed.
 - `mirror`: a local directory or a base URL replacing the origin (`<mirror>/<file>`).
+- The graph itself (its vertices and arcs, whatever the file's bytes) is checked after
+  preprocessing against the registry's `arcs_sha256` (workflow/scripts/preprocess.py).
 - Progress: a tqdm bar when standard error is a terminal, nothing in logs.
 """
 
+import errno
 import hashlib
 import os
 import shutil
+import socket
+import ssl
 import sys
 import time
 import urllib.parse
@@ -26,7 +33,10 @@ import requests
 import urllib3
 
 CHUNK = 1 << 20
-PERMANENT_STATUS = {400, 401, 403, 404, 405, 410, 451}
+#: 4xx answers that a later attempt may not get (every other 4xx is final)
+RETRY_STATUS_4XX = {408, 425, 429}
+_UNREACHABLE = {errno.ENETUNREACH: "the network is unreachable", errno.EHOSTUNREACH: "the host is unreachable",
+                errno.ECONNREFUSED: "the connection was refused"}
 
 
 class DownloadError(Exception):
@@ -35,6 +45,30 @@ class DownloadError(Exception):
 
 class _Retryable(Exception):
     pass
+
+
+class _Final(Exception):
+    """A failure that waiting cannot fix (the message says what happened)."""
+
+
+def final_reason(exc: BaseException) -> str | None:
+    """What makes a connection error final (name resolution, refused, unreachable, TLS), or None when a
+    retry may succeed (timeouts, resets). Looks through the chain of causes requests and urllib3 build."""
+    seen, todo = set(), [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, socket.gaierror):
+            return f"cannot resolve the host name ({e.strerror or e})"
+        if isinstance(e, ssl.SSLError):
+            return f"TLS failure ({e})"
+        if isinstance(e, OSError) and e.errno in _UNREACHABLE:
+            return _UNREACHABLE[e.errno]
+        todo += [e.__cause__, e.__context__, getattr(e, "reason", None)]
+        todo += [a for a in getattr(e, "args", ()) if isinstance(a, BaseException)]
+    return None
 
 
 def source_of(file_name: str, url: str | None, mirror: str | None) -> str:
@@ -78,8 +112,8 @@ def _http_once(session, url, part: Path, timeout, log) -> None:
             if r.status_code == 416 and offset:
                 log(f"  server answered 416 to Range bytes={offset}-: the partial file is complete or stale")
                 return
-            if r.status_code in PERMANENT_STATUS:
-                raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason}")
+            if 400 <= r.status_code < 500 and r.status_code not in RETRY_STATUS_4XX:
+                raise _Final(f"HTTP {r.status_code} {r.reason}")
             if r.status_code >= 400:
                 raise _Retryable(f"HTTP {r.status_code} {r.reason}")
             if offset and r.status_code == 206:
@@ -113,6 +147,9 @@ def _http_once(session, url, part: Path, timeout, log) -> None:
                 raise _Retryable(f"short read: {size:,} of {expected:,} bytes")
     except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
             urllib3.exceptions.HTTPError) as exc:
+        reason = final_reason(exc)
+        if reason:
+            raise _Final(reason) from None
         raise _Retryable(f"{type(exc).__name__}: {exc}") from None
 
 
@@ -125,10 +162,11 @@ def _content_range_start(value):
 
 
 def fetch(source: str, output, sha256: str | None = None, retries: int = 5, backoff: float = 2.0,
-          timeout: float = 60, log=None, dataset: str = "") -> dict:
+          timeout: float = 60, log=None, dataset: str = "", hint: str = "") -> dict:
     """Copy or download `source` (URL or local path) to `output` with the checks described above.
 
-    Returns {"source", "bytes", "sha256", "seconds", "checked"}. Raises DownloadError.
+    Returns {"source", "bytes", "sha256", "seconds", "checked"}. Raises DownloadError; `hint` is added
+    to the message of a failure that retrying cannot fix (e.g. how to use a mirror instead).
     """
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     output = Path(output)
@@ -150,10 +188,13 @@ def fetch(source: str, output, sha256: str | None = None, retries: int = 5, back
                         try:
                             _http_once(session, source, part, timeout, log)
                             break
+                        except _Final as exc:
+                            raise DownloadError(f"{label}{source}: {exc}{hint}") from None
                         except _Retryable as exc:
                             attempt += 1
                             if attempt > retries:
-                                raise DownloadError(f"{label}{source}: giving up after {retries + 1} attempts: {exc}") from None
+                                raise DownloadError(f"{label}{source}: giving up after {retries + 1} attempts: "
+                                                    f"{exc}{hint}") from None
                             wait = min(60.0, backoff * 2 ** (attempt - 1))
                             log(f"  attempt {attempt} failed ({exc}); retrying in {wait:g} s")
                             time.sleep(wait)
@@ -184,6 +225,11 @@ def fetch(source: str, output, sha256: str | None = None, retries: int = 5, back
     return {"source": source, "bytes": size, "sha256": got, "seconds": round(seconds, 3), "checked": sha256 is not None}
 
 
+def mirror_hint(file_name: str) -> str:
+    return (f"; to fetch {file_name} from elsewhere, put it in a folder (or behind a URL) and pass "
+            f"`--config mirror=FOLDER_OR_URL` to snakemake")
+
+
 def main(smk) -> None:
     """Rule `download`: params.source = {file, url, sha256 (None: not checked), sha256_scope}."""
     with open(smk.log[0], "w") as logfh:
@@ -199,10 +245,12 @@ def main(smk) -> None:
             source = source_of(entry["file"], entry["url"], mirror)
             sha = entry["sha256"]
             if sha and entry["sha256_scope"] == "mirror" and not mirror:
-                log(f"note: the registry's sha256 is that of the curated copy (mirror); the origin's file is not checked against it")
+                log("note: the registry's sha256 is that of the curated copy (mirror), not of the origin's bytes; "
+                    "the graph is checked after preprocessing instead (arcs_sha256)")
                 sha = None
             fetch(source, smk.output[0], sha256=sha, retries=dl.get("retries", 5), backoff=dl.get("backoff", 2.0),
-                  timeout=dl.get("timeout", 60), log=log, dataset=smk.wildcards.dataset)
+                  timeout=dl.get("timeout", 60), log=log, dataset=smk.wildcards.dataset,
+                  hint="" if mirror else mirror_hint(entry["file"]))
         except DownloadError as exc:
             log(f"ERROR: {exc}")
             sys.stderr.write(f"download failed: {exc}\n")

@@ -277,7 +277,9 @@ def collect_im(cells: list[dict], sidecars: dict[str, dict]) -> pd.DataFrame:
 
 
 def dataset_row(name: str, stats: dict, spec: dict) -> dict:
-    """`spec`: {'source': 'generated'|'registry', 'title', 'expected_n', 'expected_m', 'exact', 'sha256'}."""
+    """`spec`: {'source': 'generated'|'registry', 'title', 'expected_n', 'expected_m', 'exact', 'sha256',
+    'arcs_sha256'}. `sha256_check` is about the file's bytes, `arcs_check` about the graph (the one that
+    decides whether a reference run can be rebuilt; preprocessing already failed on a mismatch)."""
     exp_n, exp_m = spec.get("expected_n"), spec.get("expected_m")
     if exp_n is None and exp_m is None:
         size_check = "-"
@@ -292,6 +294,11 @@ def dataset_row(name: str, stats: dict, spec: dict) -> dict:
         sha_check = "match"
     else:
         sha_check = "not checked (origin)"
+    want_arcs = spec.get("arcs_sha256")
+    if not want_arcs:
+        arcs_check = "not in registry"
+    else:
+        arcs_check = "match" if want_arcs == stats.get("arcs_sha256") else "DIFFERS"
     return {
         "dataset": name,
         "title": spec.get("title") or name,
@@ -311,6 +318,8 @@ def dataset_row(name: str, stats: dict, spec: dict) -> dict:
         "cost_scale": stats.get("cost_scale"),
         "source_sha256": stats.get("source_sha256"),
         "sha256_check": sha_check,
+        "arcs_sha256": stats.get("arcs_sha256"),
+        "arcs_check": arcs_check,
     }
 
 
@@ -395,6 +404,22 @@ def _atomic_write(path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def write_configuration(config: dict, yaml_path, html_path) -> None:
+    """The merged configuration of a run as YAML, and as an HTML page (the report's Configuration item)."""
+    import html
+
+    import yaml
+
+    text = yaml.safe_dump(config, sort_keys=False, default_flow_style=None, width=110)
+    _atomic_write(yaml_path, text)
+    style = ("<style>body{font-family:sans-serif;font-size:13px}"
+             " pre{font-size:12px;background:#f6f6f6;padding:8px}</style>")
+    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'>{style}</head><body><h3>Configuration of this run"
+            f"</h3><p>Every --configfile and --config merged, with the schema's defaults filled in.</p>"
+            f"<pre>{html.escape(text)}</pre></body></html>\n")
+    _atomic_write(html_path, page)
 
 
 def write_table(df: pd.DataFrame, paths: dict, title: str = "", label: str = "") -> None:
