@@ -1,0 +1,128 @@
+// sketch_select.cu: DiFuseR's seed selection and cascade (Göktürk & Kaya, arXiv 2410.14047,
+// Algorithm 3 and lines 9-21 of Algorithm 4). Layout and keys: sketch_common.cuh.
+//   sk_cascade  one level of the merged multi-world BFS (Algorithm 3 with the spec's fixes): a block
+//               per queued vertex u, a thread per world j; where u is visited in world j (-1), every
+//               out-arc u -> v live in j whose register is not -1 sets it to -1. A warp vote follows
+//               each arc; lane 0 of a warp that set one appends v to the next queue unless this level
+//               already holds it (atomicMax on stamp[v] with the level number: queues hold distinct
+//               vertices, no clearing between levels), so at most one queue atomic per warp and arc.
+//               The host swaps the queues and repeats until the next queue is empty.
+//   sk_count    the number of -1 registers (Count(M, -1)).
+//   sk_score    scores[u] (+)= sum over the slice's worlds of table[M_u[j] + 1] (int64, exact).
+//   sk_argmax   per block, the not-chosen vertex of largest score, ties to the lowest id; the host
+//               reduces the blocks' answers the same way.
+#include "sketch_common.cuh"
+
+extern "C" __global__ void sk_cascade(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
+                                      const unsigned int* __restrict__ hashes,
+                                      const unsigned int* __restrict__ thresholds,
+                                      const gc_u64* __restrict__ live_keys, int keyed, signed char* registers,
+                                      gc_i64 stride, gc_i64 j0, const int* __restrict__ queue, gc_i64 queued,
+                                      int* __restrict__ next, int* __restrict__ next_size, int* __restrict__ stamp,
+                                      int level) {
+    const gc_i64 j = j0 + threadIdx.x;
+    const int lane = threadIdx.x & 31;
+    const gc_u64 key = live_keys[j];
+    for (gc_i64 i = blockIdx.x; i < queued; i += gridDim.x) {
+        const int u = queue[i];
+        const bool active = registers[(gc_i64)u * stride + j] == SK_VISITED;
+        if (!__syncthreads_or(active)) continue;  // block-uniform: u is new in none of these worlds
+        if (!__any_sync(SK_FULL, active)) continue;  // warp-uniform
+        for (gc_i64 e = indptr[u]; e < indptr[u + 1]; ++e) {
+            const int v = dst[e];
+            bool flag = false;
+            if (active && sk_live(keyed, key, keyed ? 0u : hashes[e], e, thresholds[e])) {
+                signed char* r = registers + (gc_i64)v * stride + j;
+                if (*r != SK_VISITED) {
+                    *r = SK_VISITED;
+                    flag = true;
+                }
+            }
+            if (__any_sync(SK_FULL, flag) && lane == 0 && atomicMax(&stamp[v], level) < level)
+                next[atomicAdd(next_size, 1)] = v;
+        }
+    }
+}
+
+extern "C" __global__ void sk_count(const unsigned int* __restrict__ words, gc_i64 nwords,
+                                    unsigned long long* __restrict__ total) {
+    unsigned long long c = 0;
+    const gc_i64 stride = (gc_i64)gridDim.x * blockDim.x;
+    for (gc_i64 i = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; i < nwords; i += stride) {
+        const unsigned int w = words[i];
+        for (int b = 0; b < 32; b += 8) c += ((w >> b) & 0xFFu) == 0xFFu;
+    }
+    for (int d = 16; d > 0; d >>= 1) c += __shfl_down_sync(SK_FULL, c, d);
+    if ((threadIdx.x & 31) == 0 && c) atomicAdd(total, c);
+}
+
+// Sum of a block's values in thread 0 (blockDim.x a multiple of 32); every thread must call it.
+__device__ gc_i64 sk_block_sum(gc_i64 x) {
+    __shared__ gc_i64 part[32];
+    for (int d = 16; d > 0; d >>= 1) x += __shfl_down_sync(SK_FULL, x, d);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) part[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        x = lane < (int)(blockDim.x >> 5) ? part[lane] : 0;
+        for (int d = 16; d > 0; d >>= 1) x += __shfl_down_sync(SK_FULL, x, d);
+    }
+    __syncthreads();  // part[] is reused by the next call
+    return x;
+}
+
+extern "C" __global__ void sk_score(const signed char* __restrict__ registers, gc_i64 n, gc_i64 stride, gc_i64 j0,
+                                    const gc_i64* __restrict__ table, gc_i64* __restrict__ scores, int accumulate) {
+    __shared__ gc_i64 tab[66];
+    for (int i = threadIdx.x; i < 66; i += blockDim.x) tab[i] = table[i];
+    __syncthreads();
+    for (gc_i64 u = blockIdx.x; u < n; u += gridDim.x) {
+        const gc_i64 s = sk_block_sum(tab[registers[u * stride + j0 + threadIdx.x] + 1]);
+        if (threadIdx.x == 0) scores[u] = (accumulate ? scores[u] : 0) + s;
+    }
+}
+
+// Is (a, ia) a better candidate than (b, ib)? Larger score; among equal scores the lower id; -1 = none.
+__device__ __forceinline__ bool sk_better(gc_i64 a, gc_i64 ia, gc_i64 b, gc_i64 ib) {
+    return ia >= 0 && (ib < 0 || a > b || (a == b && ia < ib));
+}
+
+extern "C" __global__ void sk_argmax(const gc_i64* __restrict__ scores, const unsigned char* __restrict__ chosen,
+                                     gc_i64 n, gc_i64* __restrict__ block_value, gc_i64* __restrict__ block_vertex) {
+    __shared__ gc_i64 val[32], idx[32];
+    gc_i64 best = 0, at = -1;
+    const gc_i64 stride = (gc_i64)gridDim.x * blockDim.x;
+    for (gc_i64 u = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; u < n; u += stride)
+        if (!chosen[u] && sk_better(scores[u], u, best, at)) {
+            best = scores[u];
+            at = u;
+        }
+    for (int d = 16; d > 0; d >>= 1) {
+        const gc_i64 b = __shfl_down_sync(SK_FULL, best, d), ib = __shfl_down_sync(SK_FULL, at, d);
+        if (sk_better(b, ib, best, at)) {
+            best = b;
+            at = ib;
+        }
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        val[warp] = best;
+        idx[warp] = at;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        best = lane < (int)(blockDim.x >> 5) ? val[lane] : 0;
+        at = lane < (int)(blockDim.x >> 5) ? idx[lane] : -1;
+        for (int d = 16; d > 0; d >>= 1) {
+            const gc_i64 b = __shfl_down_sync(SK_FULL, best, d), ib = __shfl_down_sync(SK_FULL, at, d);
+            if (sk_better(b, ib, best, at)) {
+                best = b;
+                at = ib;
+            }
+        }
+        if (lane == 0) {
+            block_value[blockIdx.x] = best;
+            block_vertex[blockIdx.x] = at;
+        }
+    }
+}
