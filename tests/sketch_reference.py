@@ -86,18 +86,27 @@ class ReferenceSketch:
     def scores(self, table) -> np.ndarray:
         return np.asarray(table)[self.registers + 1].sum(axis=0)
 
+    def gain(self, v: int) -> int:
+        """Registers a cascade from v would newly set to -1."""
+        return sum(len(reach(self.graph, self.live[r], v, self.visited[r])) for r in range(self.worlds)
+                   if not self.visited[r, v])
+
 
 def reference_difuser(graph, k: int, seed: int, worlds: int, sampling: str, threshold: float, table,
-                      fasst: bool = True) -> tuple[list[int], list[float], list[int]]:
-    """Algorithm 4 with the spec's corrections: (seeds, spread after each seed, seeds after which it rebuilt)."""
+                      fasst: bool = True, refine: int = 0) -> tuple[list[int], list[float], list[int]]:
+    """Algorithm 4 with the spec's corrections: (seeds, spread after each seed, seeds after which it rebuilt).
+
+    ``refine = L > 1``: among the L best scores (ties to the lowest id), the largest exact gain wins
+    (ties to the lowest id)."""
     sk = ReferenceSketch(graph, seed, worlds, sampling, fasst)
     sk.build()
     seeds, spreads, rebuilt = [], [], [0]
     old = 0.0
     for i in range(k):
         sc = sk.scores(table)
-        sc[seeds] = np.iinfo(np.int64).min
-        s = int(np.argmax(sc))  # first maximum: ties to the lowest id
+        free = [v for v in range(graph.n) if v not in seeds]
+        top = sorted(free, key=lambda v: (-int(sc[v]), v))[: max(1, refine)]  # ties: lowest id
+        s = min(top, key=lambda v: (-sk.gain(v), v)) if refine > 1 else top[0]
         seeds.append(s)
         sk.cascade(s)
         score = sk.visited.sum() / worlds

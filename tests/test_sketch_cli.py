@@ -33,11 +33,13 @@ def test_difuser_result_and_verify(graph_file, tmp_path):
     path, g = graph_file
     out = tmp_path / "out.json"
     proc = gpucore("im", "--graph", path, "--algorithm", "difuser", "--k", 4, "--registers", 256,
-                   "--rebuild-threshold", 0.05, "--sampling", "keyed", "--backend", "cpu", "--seed", 3, "-o", out)
+                   "--rebuild-threshold", 0.05, "--sampling", "keyed", "--refine", 8, "--backend", "cpu", "--seed", 3,
+                   "-o", out)
     assert proc.returncode == 0, proc.stderr
     res = json.loads(out.read_text())
     assert res["kind"] == "im" and res["algorithm"] == "DiFuseR" and res["k"] == 4 and res["registers"] == 256
     assert res["sampling"] == "keyed" and res["rebuild_threshold"] == 0.05 and res["run_seed"] == 3
+    assert res["refine"] == 8
     assert res["graph"]["sha256"] == g.sha256 and len(res["seed_ids"]) == 4
     report = tmp_path / "verify.json"
     proc = gpucore("verify", out, "--graph", path, "--runs", 4000, "--backend", "cpu", "-o", report)
@@ -60,6 +62,7 @@ def test_imm_stays_the_default(graph_file):
     (["--model", "LT"], "--model LT: DiFuseR runs the IC model only"),
     (["--rounds", 2], "--rounds 2"),
     (["--k", 0], "--k 0"),
+    (["--refine", -2], "--refine -2"),
     (["--memory-limit", "10KiB"], "DiFuseR needs about"),
 ])
 def test_bad_input_exits_2(graph_file, args, msg, capsys):

@@ -2,8 +2,8 @@
 
 The unmodified ``sketch_build.cu`` / ``sketch_select.cu`` run through the real driver code of
 ``gpucore.im.sketch.cuda`` on NumPy arrays: arc hashes, Fill, Simulate sweeps (with and without the
-dirty-vertex skip), Cascade levels with the merged queue and stamps, Count, the score sums and the
-argmax must give the CPU engine's registers, counts, scores and seeds exactly, with the worlds in
+dirty-vertex skip), Cascade levels with the merged queue and stamps, the exact-gain probes, Count, the score sums and
+the argmax must give the CPU engine's registers, counts, scores and seeds exactly, with the worlds in
 one launch or in slices of 32, and with random thread interleavings. Races between blocks are left
 to ``tests/gpu``.
 """
@@ -68,6 +68,8 @@ def test_every_operation_equals_cpu(sampling, kw):
         np.testing.assert_array_equal(sc_emu, sc_cpu)
         chosen[s] = 1
         assert emu.argmax(sc_emu, chosen) == cpu.argmax(sc_cpu, chosen)
+        everyone = list(range(g.n))
+        np.testing.assert_array_equal(emu.gains(everyone), cpu.gains(everyone))
         for e in (cpu, emu):
             e.fill()
             e.simulate()
@@ -111,5 +113,22 @@ def test_whole_runs_equal_cpu(monkeypatch, sampling):
     monkeypatch.setattr(driver, "make_engine", lambda graph, keys, seed, be: emulated_engine(graph, keys, seed,
                                                                                             slice_width=32))
     got = difuser(g, 5, registers=64, sampling=sampling, seed=3, backend="cpu", rebuild_threshold=0.0)
-    for key in ("seed_ids", "spread_after_seed", "selection_scores", "rebuild_rounds"):
+    for key in ("seed_ids", "spread_after_seed", "selection_scores", "rebuild_rounds", "refine"):
         assert got[key] == want[key], key
+    assert want["refine"] == 32
+
+
+@pytest.mark.parametrize("sampling", ["xor", "keyed"])
+def test_full_blocks_of_1024_worlds(sampling):
+    """The GPU's shape: 1024 threads (32 warps) per block, reductions over 32 warp partials."""
+    g = graph(n=14, arcs=50, seed=9, high=0.9)
+    cpu, emu = pair(g, sampling, worlds=1024, blocks=2)
+    table = score_table("log", g.n)
+    for e in (cpu, emu):
+        e.fill()
+        e.simulate()
+        e.cascade(2)
+    np.testing.assert_array_equal(emu.host_registers(), cpu.host_registers())
+    assert emu.visited_count() == cpu.visited_count()
+    np.testing.assert_array_equal(emu.scores(table), cpu.scores(table))
+    np.testing.assert_array_equal(emu.gains([0, 5, 2]), cpu.gains([0, 5, 2]))

@@ -45,7 +45,7 @@ def engine(graph, seed, worlds, sampling, first=0, stop=None, fasst=True):
 def test_registers_fill_simulate_cascade_equal_reference(small, sampling, fasst):
     ref = ReferenceSketch(small, 11, 64, sampling, fasst)
     eng = engine(small, 11, 64, sampling, fasst=fasst)
-    table = score_table("linear", small.n)
+    table = score_table("log", small.n)
     ref.build()
     eng.fill()
     eng.simulate()
@@ -67,7 +67,7 @@ def test_registers_fill_simulate_cascade_equal_reference(small, sampling, fasst)
 def test_whole_run_equals_reference(sampling, estimator, threshold):
     g = random_graph(30, 110, 7)
     res = difuser(g, 6, registers=64, rebuild_threshold=threshold, sampling=sampling, seed=4, backend="cpu",
-                  estimator=estimator)
+                  estimator=estimator, refine=0)
     seeds, spreads, rebuilt = reference_difuser(g, 6, 4, 64, sampling, threshold, score_table(estimator, g.n))
     assert res["seed_ids"] == seeds
     assert res["spread_after_seed"] == spreads and res["estimated_spread"] == spreads[-1]
@@ -77,9 +77,36 @@ def test_whole_run_equals_reference(sampling, estimator, threshold):
 
 
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])
+@pytest.mark.parametrize("refine", [4, 30])
+def test_refined_runs_equal_reference(sampling, refine):
+    g = random_graph(30, 110, 5)
+    res = difuser(g, 5, registers=64, sampling=sampling, seed=6, backend="cpu", refine=refine)
+    seeds, spreads, rebuilt = reference_difuser(g, 5, 6, 64, sampling, 0.01, score_table("log", g.n), refine=refine)
+    assert res["seed_ids"] == seeds and res["spread_after_seed"] == spreads
+    assert [b["after_seed"] for b in res["builds"]] == rebuilt
+
+
+def test_exact_gains_equal_reference(small):
+    ref = ReferenceSketch(small, 3, 64, "keyed")
+    eng = engine(small, 3, 64, "keyed")
+    ref.build()
+    eng.fill()
+    eng.simulate()
+    for s in (4, 12):
+        ref.cascade(s)
+        eng.cascade(s)
+        want = [ref.gain(v) for v in range(small.n)]
+        assert eng.gains(list(range(small.n))).tolist() == want
+        before = eng.visited_count()
+        eng.cascade(7)
+        ref.cascade(7)
+        assert eng.visited_count() - before == want[7]  # the gain is what the cascade adds
+
+
+@pytest.mark.parametrize("sampling", ["xor", "keyed"])
 def test_world_split_adds_up(small, sampling):
     """A process holding worlds [w0, w1) has exactly those columns, and its score parts add up."""
-    table = score_table("linear", small.n)
+    table = score_table("log", small.n)
     full = engine(small, 2, 96, sampling)
     parts = [engine(small, 2, 96, sampling, a, b) for a, b in ((0, 32), (32, 64), (64, 96))]
     for e in [full, *parts]:
@@ -98,13 +125,13 @@ def test_world_range_alone_and_whole(small):
     whole = difuser(small, 4, registers=64, seed=8, backend="cpu")
     again = difuser(small, 4, registers=64, seed=8, backend="cpu", world_range=(0, 64))
     assert whole["seed_ids"] == again["seed_ids"] and whole["world_range"] == [0, 64]
-    half = difuser(small, 4, registers=64, seed=8, backend="cpu", world_range=(32, 64))
+    half = difuser(small, 4, registers=64, seed=8, backend="cpu", world_range=(32, 64), refine=0)
     assert half["world_range"] == [32, 64] and half["registers"] == 64
     ref = ReferenceSketch(small, 8, 64, "xor")
     ref.live, ref.start = ref.live[32:], ref.start[32:]  # the reference restricted to worlds 32..63
     ref.visited, ref.registers, ref.worlds = ref.visited[32:], ref.registers[32:], 32
     ref.build()
-    s = int(np.argmax(ref.scores(score_table("linear", small.n))))
+    s = int(np.argmax(ref.scores(score_table("log", small.n))))
     assert half["seed_ids"][0] == s
 
 
@@ -138,8 +165,8 @@ def test_result_fields(small):
     assert res["kind"] == "im" and res["algorithm"] == "DiFuseR" and res["model"] == "IC" and res["k"] == 3
     assert res["graph"] == {"path": str(small.path), "sha256": small.sha256, "n": small.n, "m": small.m}
     assert res["seeds"] == res["seed_ids"]  # from_arcs keeps the ids
-    assert set(res["seconds_by_phase"]) == {"fill", "simulate", "cascade", "select"}
-    assert res["register_bytes"] == small.n * 32 and res["sampling"] == "xor" and res["estimator"] == "linear"
+    assert set(res["seconds_by_phase"]) == {"fill", "simulate", "cascade", "select", "refine"}
+    assert res["register_bytes"] == small.n * 32 and res["sampling"] == "xor" and res["estimator"] == "log"
     assert res["spread_after_seed"] == sorted(res["spread_after_seed"]) and res["spread_after_seed"][0] >= 1.0
 
 
@@ -147,6 +174,7 @@ def test_result_fields(small):
     ({"k": 0}, "--k 0"), ({"k": 25}, "--k 25"), ({"registers": 48}, "--registers 48"),
     ({"rebuild_threshold": 1.0}, "--rebuild-threshold 1.0"), ({"rebuild_threshold": -0.1}, "--rebuild-threshold"),
     ({"sampling": "coin"}, "--sampling 'coin'"), ({"memory_limit": 1000}, "DiFuseR needs about"),
+    ({"refine": -1}, "--refine -1"), ({"refine": 2.5}, "--refine 2.5"),
 ])
 def test_bad_input(small, kw, msg):
     args = {"k": 2, **kw}

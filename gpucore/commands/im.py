@@ -44,6 +44,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rebuild-threshold", type=float, default=0.01,
                         help="difuser: rebuild the sketches when the spread grew by more than this since the "
                              "last rebuild, in [0, 1) (0.01)")
+    parser.add_argument("--refine", type=int, default=32, metavar="L",
+                        help="difuser: pick each seed among the L best sketch scores by exact gains on the worlds; "
+                             "0 = the sketch score alone, as the paper (32)")
     parser.add_argument("--sampling", default=None, choices=("xor", "keyed"),
                         help="difuser: xor (the paper's hash-xor worlds) or keyed (independent coins); "
                              "default: DiFuseR's, see docs/difuser.md")
@@ -92,5 +95,5 @@ def run_difuser(graph, args) -> dict:
     if args.rounds != 1:
         raise GpucoreError(f"--rounds {args.rounds}: DiFuseR selects one round of seeds")
     return difuser(graph, args.k, registers=args.registers, rebuild_threshold=args.rebuild_threshold,
-                   sampling=args.sampling, seed=args.seed, backend=args.backend,
+                   sampling=args.sampling, refine=args.refine, seed=args.seed, backend=args.backend,
                    memory_limit=parse_size(args.memory_limit))

@@ -39,7 +39,7 @@ def check_probabilities(prob, where: str) -> None:
 def thresholds(prob, where: str = "graph"):
     """W_e = floor(p_e 2^31) of every arc (uint32, on the array's device), after checking p in [0, 1]."""
     check_probabilities(prob, where)
-    return np.floor(prob.astype(np.float64) * float(THRESHOLD_ONE)).astype(np.uint32)
+    return (prob.astype(np.float64) * float(THRESHOLD_ONE)).astype(np.uint32)  # truncation = floor here
 
 
 @njit(parallel=True, cache=True)

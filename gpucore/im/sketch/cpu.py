@@ -97,6 +97,41 @@ def cascade_worlds(indptr, dst, hashes, thr, live_keys, keyed, registers, seed, 
 
 
 @njit(parallel=True, cache=True)
+def exact_gains(indptr, dst, hashes, thr, live_keys, keyed, registers, candidates, chunks):
+    """gains[i] = the registers a cascade from candidates[i] would newly set to -1 (nothing is changed):
+    per world, a depth-first search over live arcs into non-visited vertices, marked by stamps."""
+    n, worlds = registers.shape
+    part = np.zeros((chunks, candidates.shape[0]), dtype=np.int64)
+    for c in prange(chunks):
+        stack = np.empty(n, dtype=np.int32)
+        mark = np.zeros(n, dtype=np.int32)
+        stamp = 0
+        for j in range(worlds * c // chunks, worlds * (c + 1) // chunks):
+            for i in range(candidates.shape[0]):
+                v = candidates[i]
+                if registers[v, j] == VISITED:
+                    continue
+                stamp += 1
+                mark[v] = stamp
+                stack[0] = v
+                top = 1
+                count = 1
+                while top:
+                    top -= 1
+                    u = stack[top]
+                    for e in range(indptr[u], indptr[u + 1]):
+                        w = dst[e]
+                        h = np.uint64(0) if keyed else np.uint64(hashes[e])
+                        if registers[w, j] != VISITED and mark[w] != stamp and live(keyed, live_keys[j], h, e, thr[e]):
+                            mark[w] = stamp
+                            count += 1
+                            stack[top] = w
+                            top += 1
+                part[c, i] += count
+    return part.sum(axis=0)
+
+
+@njit(parallel=True, cache=True)
 def vertex_scores(registers, table, out):
     """out[u] = sum over the worlds of table[register + 1]."""
     n, worlds = registers.shape
@@ -171,6 +206,12 @@ class CPUEngine:
 
     def visited_count(self) -> int:
         return self._visited
+
+    def gains(self, candidates) -> np.ndarray:
+        """Exact marginal gains (newly visited registers) of ``candidates`` on these worlds, int64."""
+        chunks = int(min(self.registers.shape[1], numba.get_num_threads()))
+        return exact_gains(self.indptr, self.dst, self.hashes, self.thr, self.live_keys, self.keyed, self.registers,
+                           np.asarray(candidates, dtype=np.int64), chunks)
 
     def scores(self, table: np.ndarray) -> np.ndarray:
         out = np.empty(self.n, dtype=np.int64)

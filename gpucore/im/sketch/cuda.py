@@ -12,6 +12,8 @@ arc hashes (``sk_arc_hashes``, xor sampling) and the per-world keys go to the de
 - ``cascade(s)``: row s set to -1, then levels of ``sk_cascade`` over a queue of distinct vertices
   (stamps hold the level that last queued a vertex, so nothing is cleared between levels) until the
   next queue is empty; each level reads its size back (the paper's host loop);
+- ``gains(candidates)``: per candidate, ``sk_probe_start`` then levels of ``sk_probe`` (the cascade's
+  traversal into a bitmask of marks instead of the registers);
 - ``visited_count``: ``sk_count``; ``scores``: ``sk_score`` per slice (accumulated); ``argmax``:
   ``sk_argmax`` then the blocks' answers on the host (ties to the lowest id).
 """
@@ -57,6 +59,8 @@ class CUDAEngine:
         self.k_fill = build.get_function("sk_fill")
         self.k_simulate = build.get_function("sk_simulate")
         self.k_cascade = select.get_function("sk_cascade")
+        self.k_probe_start = select.get_function("sk_probe_start")
+        self.k_probe = select.get_function("sk_probe")
         self.k_count = select.get_function("sk_count")
         self.k_score = select.get_function("sk_score")
         self.k_argmax = select.get_function("sk_argmax")
@@ -84,6 +88,8 @@ class CUDAEngine:
         self.stamp = be.zeros((self.n,), np.int32, what="queue stamps")
         self.level = 0
         self.total = be.zeros((1,), np.uint64, what="visited count")
+        self.gain = be.zeros((1,), np.uint64, what="gain")
+        self.marks = None
         self.block_value = be.empty((REDUCE_BLOCKS,), np.int64, what="argmax values")
         self.block_vertex = be.empty((REDUCE_BLOCKS,), np.int64, what="argmax vertices")
 
@@ -128,10 +134,10 @@ class CUDAEngine:
             if not self._scalar(self.any):
                 return sweeps
 
-    def cascade(self, seed: int) -> None:
-        """Activate ``seed`` in every world and propagate until the queue is empty."""
-        self.registers[int(seed)] = VISITED
-        self.queue[0] = int(seed)
+    def _traverse(self, start: int, launch) -> None:
+        """Levels of a merged multi-world BFS from ``start``: ``launch(grid, width, j0, queued, level)``
+        runs one slice of one level over ``self.queue`` and appends to ``self.next``."""
+        self.queue[0] = int(start)
         queued = 1
         while queued:
             self.level += 1
@@ -141,12 +147,37 @@ class CUDAEngine:
             self.next_size.fill(0)
             grid = (int(min(queued, self.blocks)),)
             for j0, width in self.slices:
-                self.k_cascade(grid, (width,), (
-                    self.indptr, self.dst, self.hashes, self.thr, self.live_keys, np.int32(self.keyed), self._flat,
-                    _i64(self.worlds), _i64(j0), self.queue, _i64(queued), self.next, self.next_size, self.stamp,
-                    np.int32(self.level)))
+                launch(grid, (width,), j0, queued, self.level)
             queued = self._scalar(self.next_size)
             self.queue, self.next = self.next, self.queue
+
+    def _arcs(self):
+        return (self.indptr, self.dst, self.hashes, self.thr, self.live_keys, np.int32(self.keyed), self._flat,
+                _i64(self.worlds))
+
+    def cascade(self, seed: int) -> None:
+        """Activate ``seed`` in every world and propagate until the queue is empty."""
+        self.registers[int(seed)] = VISITED
+        self._traverse(seed, lambda grid, block, j0, queued, level: self.k_cascade(grid, block, (
+            *self._arcs(), _i64(j0), self.queue, _i64(queued), self.next, self.next_size, self.stamp,
+            np.int32(level))))
+
+    def gains(self, candidates):
+        """Exact marginal gains (registers a cascade would newly set to -1) of ``candidates``, int64 on
+        the device; no register changes (marks: one bit per register, allocated on first use)."""
+        if self.marks is None:
+            self.marks = self.backend.empty((self.n * self.worlds // 32,), np.uint32, what="refinement marks")
+        out = np.zeros(len(candidates), dtype=np.int64)
+        for i, v in enumerate(candidates):
+            self.marks.fill(0)
+            self.gain.fill(0)
+            self.k_probe_start((self._grid(self.worlds, 256),), (256,),
+                               (self._flat, _i64(self.worlds), _i64(v), self.marks, self.gain))
+            self._traverse(v, lambda grid, block, j0, queued, level: self.k_probe(grid, block, (
+                *self._arcs(), _i64(j0), self.marks, self.queue, _i64(queued), self.next, self.next_size,
+                self.stamp, np.int32(level), self.gain)))
+            out[i] = self._scalar(self.gain)
+        return self.backend.asarray(out, what="gains")
 
     def visited_count(self) -> int:
         self.total.fill(0)

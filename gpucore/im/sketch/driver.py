@@ -5,8 +5,11 @@
 1. Fill-Sketches, then Simulate until no register changes;
 2. for i = 1..k: scores = the per-vertex sums over the worlds (``layout.score_table``), summed over
    the processes by ``reduction``; the seed is the argmax among vertices not chosen yet (ties to the
-   lowest id); Cascade from it (the seed becomes -1 in every world first, pitfall 3); the internal
-   spread estimate is the number of -1 registers over the worlds, divided by the number of worlds;
+   lowest id). With ``refine = L > 1`` (our addition, docs/difuser.md) the L best of them are
+   candidates and the seed is the one of largest *exact* marginal gain on the worlds (the registers
+   a cascade from it would newly set to -1, summed over the processes; ties to the lowest id).
+   Cascade from the seed (it becomes -1 in every world first, pitfall 3); the internal spread
+   estimate is the number of -1 registers over the worlds, divided by the number of worlds;
 3. rebuild (Fill-Sketches, which resets only non-visited registers, then Simulate) when
    ``(score - oldscore) / score > rebuild_threshold`` (the pseudocode's test, pitfall 2), and set
    oldscore = score. The rebuild after the k-th seed would not change the answer and is skipped.
@@ -31,7 +34,9 @@ from gpucore.im.sketch.layout import ESTIMATORS, bytes_needed, score_table, worl
 from gpucore.progress import status
 from gpucore.timing import Phases
 
-PHASES = ("fill", "simulate", "cascade", "select")
+PHASES = ("fill", "simulate", "cascade", "select", "refine")
+#: most candidates whose exact gains are computed per seed
+MAX_REFINE = 1024
 
 
 class LocalReduction:
@@ -55,8 +60,24 @@ def make_engine(graph, keys, seed: int, backend):
     return CPUEngine(graph, keys, seed, backend)
 
 
-def check_parameters(graph, k, rebuild_threshold, sampling: str, estimator: str) -> int:
+def top_candidates(engine, sums, chosen, count: int) -> list[int]:
+    """The ``count`` vertices of largest score not chosen yet, best first (ties to the lowest id)."""
+    picked = []
+    for _ in range(count):
+        s = engine.argmax(sums, chosen)
+        if s < 0:
+            break
+        picked.append(s)
+        chosen[s] = 1
+    for s in picked:
+        chosen[s] = 0
+    return picked
+
+
+def check_parameters(graph, k, rebuild_threshold, sampling: str, estimator: str, refine) -> int:
     """Validate the scalar parameters (one-line GpucoreError each); returns k as an int."""
+    if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or not 0 <= refine <= MAX_REFINE:
+        raise GpucoreError(f"--refine {refine}: must be an integer in [0, {MAX_REFINE}] (0: the sketch score alone)")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= graph.n:
         raise GpucoreError(f"--k {k}: must be an integer in [1, {graph.n}] (the vertices of {graph.path})")
     if isinstance(rebuild_threshold, bool) or not isinstance(rebuild_threshold, (int, float, np.floating)) \
@@ -69,9 +90,9 @@ def check_parameters(graph, k, rebuild_threshold, sampling: str, estimator: str)
     return int(k)
 
 
-def check_memory(graph, worlds, keyed: bool, backend, memory_limit: int | None) -> int:
+def check_memory(graph, worlds, keyed: bool, marks: bool, backend, memory_limit: int | None) -> int:
     """Bytes the solve needs; OutOfMemoryError naming them when they exceed the budget."""
-    need = bytes_needed(graph.n, graph.m, worlds.count, keyed)
+    need = bytes_needed(graph.n, graph.m, worlds.count, keyed, marks)
     if memory_limit is not None:
         budget = int(memory_limit)
     elif backend.is_cuda:
@@ -97,18 +118,20 @@ def difuser(
     *,
     world_range=None,
     fasst: bool = True,
-    estimator: str = "linear",
+    estimator: str = "log",
+    refine: int = 32,
     reduction=None,
     memory_limit: int | None = None,
 ) -> dict:
     """Run DiFuseR; returns a result dict of kind ``im`` (see ``docs/difuser.md``)."""
     t_start = time.perf_counter()
     sampling = DEFAULT_SAMPLING if sampling is None else sampling
-    k = check_parameters(graph, k, rebuild_threshold, sampling, estimator)
+    k = check_parameters(graph, k, rebuild_threshold, sampling, estimator, refine)
+    refine = int(refine)
     worlds = worlds_of(registers, world_range)
     reduction = reduction or LocalReduction()
     be = get_backend(backend) if isinstance(backend, str) else backend
-    need = check_memory(graph, worlds, sampling == "keyed", be, memory_limit)
+    need = check_memory(graph, worlds, sampling == "keyed", refine > 1, be, memory_limit)
     be.reset_peak()
     keys = world_keys(int(seed), worlds.total, worlds.first, worlds.stop, sampling, bool(fasst))
     engine = make_engine(graph, keys, int(seed), be)
@@ -131,9 +154,14 @@ def difuser(
         status(f"DiFuseR seed {i + 1}/{k}")
         with phases.phase("select"):
             sums = reduction.sum_array(engine.scores(table))
-            s = engine.argmax(sums, chosen)
-            picked_scores.append(int(sums[s]))
-            chosen[s] = 1
+            candidates = top_candidates(engine, sums, chosen, max(1, refine))
+        if refine > 1:
+            with phases.phase("refine"):
+                gains = np.asarray(be.to_host(reduction.sum_array(engine.gains(candidates))))
+                candidates = [candidates[int(np.lexsort((candidates, -gains))[0])]]
+        s = candidates[0]
+        picked_scores.append(int(sums[s]))
+        chosen[s] = 1
         with phases.phase("cascade"):
             engine.cascade(s)
             visited = reduction.sum_int(engine.visited_count())
@@ -158,6 +186,7 @@ def difuser(
         "fasst": bool(fasst),
         "estimator": estimator,
         "rebuild_threshold": float(rebuild_threshold),
+        "refine": refine,
         "seed_ids": seed_ids,
         "seeds": [int(orig[x]) for x in seed_ids],
         "estimated_spread": float(score),

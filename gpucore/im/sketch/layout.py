@@ -46,7 +46,7 @@ REGISTER_DTYPE = np.int8
 #: worlds are handed out to kernels (and ranks) in multiples of a warp
 WORLD_QUANTUM = 32
 MAX_REGISTERS = 1 << 22
-ESTIMATORS = ("linear", "harmonic", "log")
+ESTIMATORS = ("log", "linear", "harmonic")
 _HARMONIC_SHIFT = 40
 
 
@@ -121,9 +121,10 @@ def worlds_of(registers: int, world_range=None) -> Worlds:
     return Worlds(total, first, stop)
 
 
-def bytes_needed(n: int, m: int, worlds: int, keyed: bool) -> int:
-    """Memory of one solve: registers n x J, the arcs (dst, threshold, xor hash), per-vertex arrays."""
-    registers = n * worlds
+def bytes_needed(n: int, m: int, worlds: int, keyed: bool, marks: bool) -> int:
+    """Memory of one solve: registers n x J (and the refinement's marks, one bit each), the arcs
+    (dst, threshold, xor hash), per-vertex arrays."""
+    registers = n * worlds + (n * worlds // 8 if marks else 0)
     arcs = 8 * (n + 1) + m * (8 if keyed else 12)
     per_vertex = n * (8 + 4 + 4 + 4 + 1)  # scores, two queues, stamps, chosen flags
     return registers + arcs + per_vertex

@@ -7,6 +7,10 @@
 //               already holds it (atomicMax on stamp[v] with the level number: queues hold distinct
 //               vertices, no clearing between levels), so at most one queue atomic per warp and arc.
 //               The host swaps the queues and repeats until the next queue is empty.
+//   sk_probe_start, sk_probe  the same traversal from a candidate seed without changing a register
+//               (our refinement of the selection, docs/difuser.md): bit j of marks[v][j / 32] is set
+//               when v would be reached in world j; a warp ORs its ballot into the word with one
+//               atomicOr and adds the bits that were new to *gain (the exact marginal gain).
 //   sk_count    the number of -1 registers (Count(M, -1)).
 //   sk_score    scores[u] (+)= sum over the slice's worlds of table[M_u[j] + 1] (int64, exact).
 //   sk_argmax   per block, the not-chosen vertex of largest score, ties to the lowest id; the host
@@ -40,6 +44,50 @@ extern "C" __global__ void sk_cascade(const gc_i64* __restrict__ indptr, const i
             }
             if (__any_sync(SK_FULL, flag) && lane == 0 && atomicMax(&stamp[v], level) < level)
                 next[atomicAdd(next_size, 1)] = v;
+        }
+    }
+}
+
+extern "C" __global__ void sk_probe_start(const signed char* __restrict__ registers, gc_i64 stride, gc_i64 v,
+                                          unsigned int* __restrict__ marks, unsigned long long* __restrict__ gain) {
+    const gc_i64 step = (gc_i64)gridDim.x * blockDim.x;  // a multiple of 32, as stride is
+    for (gc_i64 j = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; j < stride; j += step) {
+        const unsigned int bits = __ballot_sync(SK_FULL, registers[v * stride + j] != SK_VISITED);
+        if ((threadIdx.x & 31) == 0) {
+            marks[(v * stride + j) >> 5] = bits;
+            if (bits) atomicAdd(gain, (unsigned long long)__popc(bits));
+        }
+    }
+}
+
+extern "C" __global__ void sk_probe(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
+                                    const unsigned int* __restrict__ hashes, const unsigned int* __restrict__ thresholds,
+                                    const gc_u64* __restrict__ live_keys, int keyed,
+                                    const signed char* __restrict__ registers, gc_i64 stride, gc_i64 j0,
+                                    unsigned int* marks, const int* __restrict__ queue, gc_i64 queued,
+                                    int* __restrict__ next, int* __restrict__ next_size, int* __restrict__ stamp,
+                                    int level, unsigned long long* __restrict__ gain) {
+    const gc_i64 j = j0 + threadIdx.x;  // j0 is a multiple of 32: lane = j mod 32
+    const int lane = threadIdx.x & 31;
+    const gc_u64 key = live_keys[j];
+    for (gc_i64 i = blockIdx.x; i < queued; i += gridDim.x) {
+        const int u = queue[i];
+        const bool active = (marks[((gc_i64)u * stride + j) >> 5] >> lane) & 1u;
+        if (!__syncthreads_or(active)) continue;  // block-uniform
+        if (!__any_sync(SK_FULL, active)) continue;  // warp-uniform
+        for (gc_i64 e = indptr[u]; e < indptr[u + 1]; ++e) {
+            const int v = dst[e];
+            unsigned int* word = marks + (((gc_i64)v * stride + j) >> 5);
+            const bool flag = active && !((*word >> lane) & 1u) && registers[(gc_i64)v * stride + j] != SK_VISITED &&
+                              sk_live(keyed, key, keyed ? 0u : hashes[e], e, thresholds[e]);
+            const unsigned int bits = __ballot_sync(SK_FULL, flag);
+            if (bits && lane == 0) {
+                const unsigned int fresh = bits & ~atomicOr(word, bits);
+                if (fresh) {
+                    atomicAdd(gain, (unsigned long long)__popc(fresh));
+                    if (atomicMax(&stamp[v], level) < level) next[atomicAdd(next_size, 1)] = v;
+                }
+            }
         }
     }
 }
