@@ -2,7 +2,7 @@
 """Benchmark of issue 15, item 7: DiFuseR vs our IMM on the GPU in the shape of the paper's Table 3.
 
     python3 benchmarks/bench_difuser.py OUT [--graphs youtube,pokec,livejournal,orkut]
-        [--settings p005,p01,p1,n005,u01] [--parts difuser,imm] [--samplings xor,keyed]
+        [--settings p005,p01,p1,n005,u01] [--parts difuser,imm] [--samplings xor,keyed] [--refines 32]
         [--budget 540] [--k 50] [--registers 1024] [--imm-eps 0.5] [--oracle-runs 2000]
         [--custom NODES,EDGES[,undirected]]
 
@@ -13,10 +13,11 @@ and reciprocity 0.3 (``gpucore.graph.generators``), built in memory (no text fil
 (the paper's section 5): constant 0.005, 0.01, 0.1; N(0.05, 0.025) clipped to [0, 1]; U(0, 0.1),
 drawn by ``gpucore.graph.weights`` with seed 1.
 
-Per cell (graph, setting): DiFuseR on the GPU for every --samplings (k = 50, J = 1024, threshold
-0.01, the default estimator), IMM on the GPU at eps = 0.5 (the paper's setting for gIM); the seeds
-of each are scored by the oracle on the GPU (--oracle-runs Monte-Carlo runs, the same worlds for
-every seed set). Times are whole solver calls (host-to-device copies included) after a warm-up that
+Per cell (graph, setting): DiFuseR on the GPU for every --samplings and --refines (k = 50, J = 1024,
+threshold 0.01, the default estimator; refine 0 is the paper's selection by the sketch score
+alone), IMM on the GPU at eps = 0.5 (the paper's setting for gIM); the seeds of each are scored by
+the oracle on the GPU (--oracle-runs Monte-Carlo runs, the same worlds for every seed set).
+``--backend cpu`` runs the same on the CPU: a smoke test of this script on small --custom graphs. Times are whole solver calls (host-to-device copies included) after a warm-up that
 compiles the kernels; peak device memory from CuPy's pool. An out-of-memory IMM is recorded as such
 (the paper's "-"). Budget: a solve whose predicted time (the longest solve of that solver on that
 graph so far, times 1.5; the first one of a graph needs 120 s left) exceeds what is left of
@@ -103,6 +104,7 @@ def main(argv=None) -> int:
     p.add_argument("--settings", default=",".join(SETTINGS))
     p.add_argument("--parts", default="difuser,imm", help="solvers to run: difuser, imm")
     p.add_argument("--samplings", default="xor,keyed")
+    p.add_argument("--refines", default="32", help="DiFuseR --refine values (0: the paper's selection)")
     p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole run (solves beyond it are skipped)")
     p.add_argument("--k", type=int, default=50)
     p.add_argument("--registers", type=int, default=1024)
@@ -111,6 +113,7 @@ def main(argv=None) -> int:
     p.add_argument("--oracle-runs", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--custom", default=None, help="NODES,EDGES[,undirected]: one more PA graph ('custom')")
+    p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"), help="cpu: a smoke test of this script")
     args = p.parse_args(argv)
     started = time.perf_counter()
     out = Path(args.out)
@@ -124,8 +127,9 @@ def main(argv=None) -> int:
     from gpucore.im.sketch import difuser
     from gpucore.oracle import spread
 
-    if not cuda_available():
-        log("no CUDA device: nothing to measure")
+    be = args.backend
+    if be == "cuda" and not cuda_available():
+        log("no CUDA device: nothing to measure (--backend cpu runs a smoke test)")
         return 2
     graphs = dict(GRAPHS)
     if args.custom:
@@ -134,13 +138,14 @@ def main(argv=None) -> int:
                             "edges": int(parts[1]), "undirected": len(parts) > 2 and parts[2] == "undirected"}
     report = {
         "benchmark": "bench_difuser", "issue": 15, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "commit": git_commit(), "device": get_backend("cuda").device_info(), "host": cpu_facts(),
+        "commit": git_commit(), "device": get_backend(be).device_info(), "host": cpu_facts(),
         "parameters": {k: getattr(args, k) for k in ("k", "registers", "rebuild_threshold", "imm_eps",
-                                                     "oracle_runs", "seed", "samplings", "parts")},
+                                                     "oracle_runs", "seed", "samplings", "refines", "parts")},
         "cells": [],
     }
     solvers = [s.strip() for s in args.parts.split(",") if s.strip()]
     samplings = [s.strip() for s in args.samplings.split(",") if s.strip()]
+    refines = [int(r) for r in args.refines.split(",") if r.strip()]
 
     def remaining() -> float:
         return args.budget - (time.perf_counter() - started)
@@ -152,9 +157,9 @@ def main(argv=None) -> int:
 
     tiny = from_arcs(64, list(range(63)), list(range(1, 64)), 0.5)  # warm-up: compile every kernel once
     for sampling in samplings:
-        difuser(tiny, 2, registers=64, sampling=sampling, backend="cuda")
-    imm(tiny, 2, 0.5, "IC", backend="cuda")
-    spread(tiny, [0], "IC", runs=10, backend="cuda")
+        difuser(tiny, 2, registers=64, sampling=sampling, backend=be)
+    imm(tiny, 2, 0.5, "IC", backend=be)
+    spread(tiny, [0], "IC", runs=10, backend=be)
 
     for key in [g.strip() for g in args.graphs.split(",") if g.strip()]:
         spec = graphs[key]
@@ -172,9 +177,9 @@ def main(argv=None) -> int:
                     "n": graph.n, "m": graph.m, "paper": None if paper is None else dict(
                         zip(("difuser_seconds", "gim_seconds", "difuser_score", "gim_score"), paper))}
             report["cells"].append(cell)
-            runs = [(f"difuser-{s}", s) for s in samplings if "difuser" in solvers]
-            runs += [("imm", None)] if "imm" in solvers else []
-            for name, sampling in runs:
+            runs = [(f"difuser-{s}-refine{r}", s, r) for s in samplings for r in refines if "difuser" in solvers]
+            runs += [("imm", None, None)] if "imm" in solvers else []
+            for name, sampling, refine in runs:
                 solver = "difuser" if sampling else "imm"
                 need = longest[solver] * 1.5 if solver in longest else 120.0
                 if need > remaining():
@@ -184,12 +189,12 @@ def main(argv=None) -> int:
                 try:
                     if sampling:
                         res = difuser(graph, args.k, registers=args.registers, sampling=sampling, seed=args.seed,
-                                      rebuild_threshold=args.rebuild_threshold, backend="cuda")
+                                      rebuild_threshold=args.rebuild_threshold, refine=refine, backend=be)
                         row = {k: res[k] for k in ("seconds", "seconds_by_phase", "estimated_spread",
                                                    "rebuild_rounds", "simulate_sweeps", "peak_device_memory",
                                                    "register_bytes", "seed_ids")}
                     else:
-                        res = imm(graph, args.k, args.imm_eps, "IC", seed=args.seed, backend="cuda")
+                        res = imm(graph, args.k, args.imm_eps, "IC", seed=args.seed, backend=be)
                         row = {k: res[k] for k in ("seconds", "seconds_by_phase", "estimated_spread", "theta",
                                                    "peak_device_memory", "seed_ids")}
                 except OutOfMemoryError as exc:
@@ -197,7 +202,7 @@ def main(argv=None) -> int:
                     log(f"{key} {setting} {name}: out of memory ({exc})")
                     continue
                 longest[solver] = max(longest.get(solver, 0.0), row["seconds"])
-                sp = spread(graph, row.pop("seed_ids"), "IC", runs=args.oracle_runs, seed=7, backend="cuda")
+                sp = spread(graph, row.pop("seed_ids"), "IC", runs=args.oracle_runs, seed=7, backend=be)
                 row.update(oracle=sp.mean, oracle_stderr=sp.stderr, oracle_seconds=sp.seconds,
                            bias=row["estimated_spread"] / sp.mean - 1.0 if sp.mean else None)
                 cell[name] = row
@@ -205,7 +210,7 @@ def main(argv=None) -> int:
                     f"oracle {sp.mean:.0f}")
                 save()
             base = cell.get("imm", {})
-            for name, _s in runs:
+            for name, _s, _r in runs:
                 r = cell.get(name, {})
                 if name != "imm" and "oracle" in r and "oracle" in base:
                     r["speedup_vs_imm"] = base["seconds"] / r["seconds"]

@@ -55,15 +55,26 @@ def simulate_sweep(indptr, dst, hashes, thr, live_keys, keyed, registers, dirty,
                     break
             if not stale:
                 continue
+        grew = False
         for e in range(indptr[u], indptr[u + 1]):
             v = dst[e]
-            h = np.uint64(0) if keyed else np.uint64(hashes[e])
-            for j in range(worlds):
-                mu = registers[u, j]
-                mv = registers[v, j]
-                if mu != VISITED and mv > mu and live(keyed, live_keys[j], h, e, thr[e]):
-                    registers[u, j] = mv
-                    changed[u] = 1
+            if keyed:  # the coin costs a hash: test it only where the neighbour's register is larger
+                for j in range(worlds):
+                    mu = registers[u, j]
+                    mv = registers[v, j]
+                    if mu != VISITED and mv > mu and live(keyed, live_keys[j], 0, e, thr[e]):
+                        registers[u, j] = mv
+                        grew = True
+            else:  # branch-free over the row (32-bit keys and hashes): the loop vectorises
+                h = hashes[e]
+                w = thr[e]
+                for j in range(worlds):
+                    mu = registers[u, j]
+                    mv = registers[v, j]
+                    take = ((live_keys[j] ^ h) < w) & (mv > mu) & (mu != VISITED)
+                    registers[u, j] = mv if take else mu
+                    grew |= take
+        changed[u] = grew
 
 
 @njit(parallel=True, cache=True)
@@ -168,7 +179,8 @@ class CPUEngine:
             self.hashes = np.zeros(1, dtype=np.uint32)
         else:
             self.hashes = arc_hashes(self.indptr, self.dst, np.uint64(murmur_seed(seed)))
-        self.live_keys = keys.live
+        # xor world numbers fit 32 bits (the hashes' range); keyed coin prefixes are 64-bit
+        self.live_keys = keys.live if self.keyed else keys.live.astype(np.uint32)
         self.register_keys = keys.register
         self.registers = np.zeros((self.n, keys.stop - keys.first), dtype=REGISTER_DTYPE)
         self._changed = np.zeros((2, self.n), dtype=np.uint8)

@@ -17,17 +17,18 @@ Selection score (our choice, documented in ``docs/difuser.md``): a per-vertex **
 the seed never depends on the split; the seed is the argmax, ties to the lowest id.
 ``ESTIMATORS``:
 
-- ``linear`` (default): T[M + 1] = round(256 E[c | M]), the posterior mean of the vertex's reach c
-  in that world given its register M, under a log-uniform prior of c on [1, n] (about 1.44 2^M
-  below log2 n, flat near n); 0 when visited. The sum over the worlds estimates the sum of the
-  marginal reaches, the quantity the greedy step maximises.
+- ``log`` (default): T[M + 1] = M + 1 (0 when visited): the sum of the registers, i.e. of log2 of
+  the reach per world (up to a constant). Bounded terms, so the argmax over n vertices is not won
+  by one lucky register; docs/difuser.md has the measurements behind the choice.
+- ``linear``: T[M + 1] = round(256 E[c | M]), the posterior mean of the vertex's reach c in that
+  world given its register M, under a log-uniform prior of c on [1, n] (about 1.44 2^M below
+  log2 n, flat near n); 0 when visited. Targets the sum of the marginal reaches, but its terms are
+  heavy-tailed (a 2^M), which makes the argmax noisy where reaches are small.
 - ``harmonic``: T[M + 1] = -2^(40 - rho) with rho = M + 1 (rho = 0 for a visited register; rho >= 41
   gives 0): minus HyperLogLog's harmonic denominator sum_r 2^-rho_r (scaled by 2^40) with the worlds
   as its buckets and a visited register as an empty bucket. The argmax is the vertex of largest
   HyperLogLog estimate alpha R^2 / sum_r 2^-rho_r: the paper's harmonic mean of the registers
   (section 3.1).
-- ``log``: T[M + 1] = M + 1 (0 when visited): the sum of the registers, i.e. of log2 of the reach
-  per world (up to a constant).
 
 Each term is at most 2^40 in size (linear: 256 n < 2^40 for n < 2^32), so sums stay exact for
 R < 2^23 (``MAX_REGISTERS``). The table is computed once per solve on the host (NumPy float64).
