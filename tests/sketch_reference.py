@@ -84,7 +84,10 @@ class ReferenceSketch:
                     self.registers[r, v] = -1
 
     def scores(self, table) -> np.ndarray:
-        return np.asarray(table)[self.registers + 1].sum(axis=0)
+        """Per vertex: sum over the worlds of table[0][0] if visited else table[0][M + 1] - table[1][s + 1]."""
+        table = np.asarray(table)
+        terms = np.where(self.registers < 0, table[0, 0], table[0][self.registers + 1] - table[1][self.start + 1])
+        return terms.sum(axis=0)
 
     def gain(self, v: int) -> int:
         """Registers a cascade from v would newly set to -1."""

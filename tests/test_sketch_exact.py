@@ -136,12 +136,12 @@ def test_world_range_alone_and_whole(small):
 
 
 def test_ties_go_to_the_lowest_id():
-    """An all-zero table makes every score 0: the lowest id not chosen wins; none left gives -1."""
+    """All-zero tables make every score 0: the lowest id not chosen wins; none left gives -1."""
     g = from_arcs(8, [0, 2, 4, 6], [1, 3, 5, 7], 1.0)
     eng = engine(g, 1, 32, "xor")
     eng.fill()
     eng.simulate()
-    flat = np.zeros(66, dtype=np.int64)
+    flat = np.zeros((2, 66), dtype=np.int64)
     chosen = np.zeros(8, dtype=np.uint8)
     assert eng.argmax(eng.scores(flat), chosen) == 0
     chosen[[0, 1]] = 1

@@ -94,12 +94,15 @@ def test_merge_parallel_arcs():
 
 
 def test_score_tables():
+    log = score_table("log")
+    assert log.shape == (2, 66) and log[0, 0] == 0  # visited
+    m, s = np.meshgrid(np.arange(65), np.arange(65), indexing="ij")
+    np.testing.assert_array_equal(log[0][m + 1] - log[1][s + 1], m - s + 2)  # M - s + 2 otherwise
     lin = score_table("linear", 1000)
-    assert lin[0] == 0 and np.all(np.diff(lin[1:]) >= 0) and lin[-1] <= 256 * 1000
-    assert 1.2 * 256 < lin[1] < 2 * 256  # E[c | M = 0] is a small reach
+    assert lin[0, 0] == 0 and np.all(np.diff(lin[0, 1:]) >= 0) and lin[0, -1] <= 256 * 1000 and not lin[1].any()
+    assert 1.2 * 256 < lin[0, 1] < 2 * 256  # E[c | M = 0] is a small reach
     har = score_table("harmonic")
-    assert har[0] == -(2**40) and har[1] == -(2**39) and har[41] == 0 and np.all(np.diff(har) >= 0)
-    assert score_table("log").tolist() == list(range(66))
+    assert har[0, 0] == -(2**40) and har[0, 1] == -(2**39) and har[0, 41] == 0 and np.all(np.diff(har[0]) >= 0)
     with pytest.raises(GpucoreError, match="estimator"):
         score_table("mean")
 
@@ -113,3 +116,27 @@ def test_bad_worlds(registers, world_range, msg):
     with pytest.raises(GpucoreError, match=msg):
         worlds_of(registers, world_range)
     assert worlds_of(64, (32, 64)).count == 32
+
+
+def test_documented_vectors():
+    """The vectors of docs/difuser.md (run seed 42), through the Numba functions the engines use."""
+    from gpucore.im.sketch.arcs import thresholds as thr
+    from gpucore.im.sketch.hashing import live, register_start
+    from gpucore.random.hashing import step
+
+    seed32 = murmur_seed(42)
+    assert seed32 == 3497372
+    assert int(edge_hash(0, 1, np.uint64(seed32))) == 1083292322
+    assert int(edge_hash(5, 3, np.uint64(seed32))) == 1173934182
+    assert world_numbers(42, 2, fasst=False).tolist() == [1016688817, 1183770064]
+    keys = world_keys(42, 4, 0, 4, "keyed", True)
+    assert int(keys.register[0]) == 2754490004554162788
+    assert register_start(keys.register[0], 0) == 2 and register_start(keys.register[3], 7) == 1
+    w = int(thr(np.array([0.1], dtype=np.float32))[0])
+    assert w == 214748368
+    assert int(step(keys.live[0], np.uint64(0)) >> np.uint64(33)) == 253339660  # keyed coin, arc 0, world 0
+    assert int(step(keys.live[2], np.uint64(9)) >> np.uint64(33)) == 455567148
+    for h in (1083292322, 1083292322 ^ 214748367, 1083292322 ^ 214748368):  # xor: live iff X ^ h < W
+        assert live(False, np.uint64(1016688817), h, 0, w) == ((1016688817 ^ h) < w)
+    assert not live(True, keys.live[0], 0, 0, w) and not live(True, keys.live[2], 0, 9, w)  # both coins >= W
+    assert live(True, keys.live[0], 0, 0, THRESHOLD_ONE) and not live(True, keys.live[0], 0, 0, 0)

@@ -26,7 +26,8 @@ The engine contract (both backends), called by the driver
 --------------------------------------------------------
 ``fill()`` (Algorithm 1), ``simulate() -> sweeps`` (Algorithm 2 until no register changes),
 ``cascade(seed) -> newly visited`` (Algorithm 3 until the queue is empty), ``visited_count()`` (the
--1 registers), ``scores(table) -> int64 [n]`` (sum over the worlds of ``table[M + 1]``),
+-1 registers), ``scores(table) -> int64 [n]`` (sum over the worlds of the estimator's terms,
+``layout.score_table``),
 ``argmax(scores, chosen) -> vertex`` (ties to the lowest id), ``host_registers()`` (tests),
 ``synchronize()``. Registers after every call are the same on both backends (fixpoints and closures
 do not depend on the order of work), and so are the scores and seeds.

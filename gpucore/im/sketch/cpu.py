@@ -15,7 +15,7 @@ order of work differs, and the results do not depend on it:
   to -1 in every world first): ``prange`` over chunks of worlds, a depth-first search per world
   that sets reached registers to -1. The GPU's merged queue of distinct vertices reaches the same
   closure.
-- ``visited_count``, ``scores`` (sum over worlds of the estimator table), ``argmax`` (ties to the
+- ``visited_count``, ``scores`` (sum over worlds of the estimator's terms), ``argmax`` (ties to the
   lowest id, chosen seeds excluded).
 """
 
@@ -143,13 +143,21 @@ def exact_gains(indptr, dst, hashes, thr, live_keys, keyed, registers, candidate
 
 
 @njit(parallel=True, cache=True)
-def vertex_scores(registers, table, out):
-    """out[u] = sum over the worlds of table[register + 1]."""
+def vertex_scores(registers, register_keys, table, out):
+    """out[u] = sum over the worlds of table[0, 0] (visited) or table[0, M + 1] - table[1, s + 1], with
+    s = clz64(h_r(u)) (computed only when table[1] is not all zero)."""
     n, worlds = registers.shape
+    own = np.any(table[1] != 0)
     for u in prange(n):
         s = np.int64(0)
         for j in range(worlds):
-            s += table[registers[u, j] + 1]
+            m = registers[u, j]
+            if m == VISITED:
+                s += table[0, 0]
+            else:
+                s += table[0, m + 1]
+                if own:
+                    s -= table[1, register_start(register_keys[j], u) + 1]
         out[u] = s
 
 
@@ -227,7 +235,7 @@ class CPUEngine:
 
     def scores(self, table: np.ndarray) -> np.ndarray:
         out = np.empty(self.n, dtype=np.int64)
-        vertex_scores(self.registers, table, out)
+        vertex_scores(self.registers, self.register_keys, table, out)
         return out
 
     def argmax(self, scores, chosen: np.ndarray) -> int:

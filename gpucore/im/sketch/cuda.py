@@ -187,10 +187,11 @@ class CUDAEngine:
 
     def scores(self, table):
         out = self.backend.empty((self.n,), np.int64, what="vertex scores")
+        own = np.int32(1 if bool((table[1] != 0).any()) else 0)
         grid = (int(max(1, min(self.n, self.blocks))),)
         for i, (j0, width) in enumerate(self.slices):
-            self.k_score(grid, (width,), (self._flat, _i64(self.n), _i64(self.worlds), _i64(j0), table, out,
-                                          np.int32(1 if i else 0)))
+            self.k_score(grid, (width,), (self._flat, _i64(self.n), _i64(self.worlds), _i64(j0), self.register_keys,
+                                          table, own, out, np.int32(1 if i else 0)))
         return out
 
     def argmax(self, scores, chosen) -> int:

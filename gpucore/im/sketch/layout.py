@@ -13,22 +13,24 @@ Every key is derived from the global world index, so a rank holding [w0, w1) com
 registers, counts and score parts of those worlds in a single-process run (issue 17 splits by worlds).
 
 Selection score (our choice, documented in ``docs/difuser.md``): a per-vertex **sum over worlds** of
-``T[M + 1]`` for an integer table T, so partial sums of ranks add up exactly (int64, any order) and
-the seed never depends on the split; the seed is the argmax, ties to the lowest id.
-``ESTIMATORS``:
+integer terms, so partial sums of ranks add up exactly (int64, any order) and the seed never depends
+on the split; the seed is the argmax, ties to the lowest id. A table pair ``T = score_table(...)``
+(int64 [2, 66]) defines the term of vertex u in world r with register M and own start
+s = clz64(h_r(u)) (the value u's register starts from):
+``T[0, 0]`` when M = -1 (visited), else ``T[0, M + 1] - T[1, s + 1]``. ``ESTIMATORS``:
 
-- ``log`` (default): T[M + 1] = M + 1 (0 when visited): the sum of the registers, i.e. of log2 of
-  the reach per world (up to a constant). Bounded terms, so the argmax over n vertices is not won
-  by one lucky register; docs/difuser.md has the measurements behind the choice.
-- ``linear``: T[M + 1] = round(256 E[c | M]), the posterior mean of the vertex's reach c in that
-  world given its register M, under a log-uniform prior of c on [1, n] (about 1.44 2^M below
-  log2 n, flat near n); 0 when visited. Targets the sum of the marginal reaches, but its terms are
-  heavy-tailed (a 2^M), which makes the argmax noisy where reaches are small.
-- ``harmonic``: T[M + 1] = -2^(40 - rho) with rho = M + 1 (rho = 0 for a visited register; rho >= 41
-  gives 0): minus HyperLogLog's harmonic denominator sum_r 2^-rho_r (scaled by 2^40) with the worlds
-  as its buckets and a visited register as an empty bucket. The argmax is the vertex of largest
-  HyperLogLog estimate alpha R^2 / sum_r 2^-rho_r: the paper's harmonic mean of the registers
-  (section 3.1).
+- ``log`` (default): ``M - s + 2`` (0 when visited): the log2-scale excess of the reach over the
+  vertex itself, plus 2. The register M is about log2 of the reach c; s carries no information
+  about c, only noise (its spread over the worlds swamps the signal where reaches are small), so
+  it is subtracted as a control variate; E[s + 1] = 2 keeps a visited world (0) below a reach-1
+  world, as in the plain sum of M + 1. Bounded terms: the argmax is not won by one lucky register.
+- ``linear``: ``round(256 E[c | M])`` (no own term), the posterior mean of the reach c given M under
+  a log-uniform prior on [1, n] (about 1.44 2^M below log2 n, flat near n); 0 when visited.
+  Targets the sum of the marginal reaches, but its terms are heavy-tailed (a 2^M).
+- ``harmonic``: ``-2^(40 - rho)`` with rho = M + 1 (rho = 0 for a visited register; rho >= 41 gives
+  0): minus HyperLogLog's harmonic denominator sum_r 2^-rho_r (scaled by 2^40) with the worlds as
+  buckets and a visited register as an empty bucket; the argmax is the largest HyperLogLog estimate
+  alpha R^2 / sum_r 2^-rho_r, our reading of the paper's harmonic mean of the registers (section 3.1).
 
 Each term is at most 2^40 in size (linear: 256 n < 2^40 for n < 2^32), so sums stay exact for
 R < 2^23 (``MAX_REGISTERS``). The table is computed once per solve on the host (NumPy float64).
@@ -66,20 +68,21 @@ def reach_posterior(n: int) -> np.ndarray:
 
 
 def score_table(estimator: str, n: int = 1) -> np.ndarray:
-    """T (int64 [66]) indexed by register + 1 (register -1..64); the score of u is sum_r T[M_u[r] + 1]."""
-    if estimator == "linear":
-        out = np.zeros(66, dtype=np.int64)
-        out[1:] = np.rint(reach_posterior(n) * 256.0).astype(np.int64)
-        return out
-    rho = np.arange(66, dtype=np.int64)  # register + 1
-    if estimator == "harmonic":
-        out = np.zeros(66, dtype=np.int64)
-        small = rho <= _HARMONIC_SHIFT
-        out[small] = -(np.int64(1) << (_HARMONIC_SHIFT - rho[small]))
-        return out
+    """The term tables (int64 [2, 66]) of an estimator: row 0 indexed by register + 1 (-1..64), row 1
+    by the own start + 1 (0..64); see the module docstring."""
+    out = np.zeros((2, 66), dtype=np.int64)
+    index = np.arange(66, dtype=np.int64)  # register + 1
     if estimator == "log":
-        return rho
-    raise GpucoreError(f"estimator {estimator!r}: choose one of {', '.join(ESTIMATORS)}")
+        out[0, 1:] = index[1:] + 2
+        out[1, 1:] = index[1:]
+    elif estimator == "linear":
+        out[0, 1:] = np.rint(reach_posterior(n) * 256.0).astype(np.int64)
+    elif estimator == "harmonic":
+        small = index <= _HARMONIC_SHIFT
+        out[0, small] = -(np.int64(1) << (_HARMONIC_SHIFT - index[small]))
+    else:
+        raise GpucoreError(f"estimator {estimator!r}: choose one of {', '.join(ESTIMATORS)}")
+    return out
 
 
 @dataclass(frozen=True)

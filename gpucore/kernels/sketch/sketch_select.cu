@@ -12,7 +12,8 @@
 //               when v would be reached in world j; a warp ORs its ballot into the word with one
 //               atomicOr and adds the bits that were new to *gain (the exact marginal gain).
 //   sk_count    the number of -1 registers (Count(M, -1)).
-//   sk_score    scores[u] (+)= sum over the slice's worlds of table[M_u[j] + 1] (int64, exact).
+//   sk_score    scores[u] (+)= sum over the slice's worlds of table[0][0] (visited) or
+//               table[0][M_u[j] + 1] - table[1][s + 1], s = the register start of u (with `own`).
 //   sk_argmax   per block, the not-chosen vertex of largest score, ties to the lowest id; the host
 //               reduces the blocks' answers the same way.
 #include "sketch_common.cuh"
@@ -120,12 +121,18 @@ __device__ gc_i64 sk_block_sum(gc_i64 x) {
 }
 
 extern "C" __global__ void sk_score(const signed char* __restrict__ registers, gc_i64 n, gc_i64 stride, gc_i64 j0,
-                                    const gc_i64* __restrict__ table, gc_i64* __restrict__ scores, int accumulate) {
-    __shared__ gc_i64 tab[66];
-    for (int i = threadIdx.x; i < 66; i += blockDim.x) tab[i] = table[i];
+                                    const gc_u64* __restrict__ register_keys, const gc_i64* __restrict__ table,
+                                    int own, gc_i64* __restrict__ scores, int accumulate) {
+    __shared__ gc_i64 tab[2 * 66];
+    for (int i = threadIdx.x; i < 2 * 66; i += blockDim.x) tab[i] = table[i];
     __syncthreads();
+    const gc_i64 j = j0 + threadIdx.x;
+    const gc_u64 key = register_keys[j];
     for (gc_i64 u = blockIdx.x; u < n; u += gridDim.x) {
-        const gc_i64 s = sk_block_sum(tab[registers[u * stride + j0 + threadIdx.x] + 1]);
+        const signed char m = registers[u * stride + j];
+        gc_i64 term = tab[m + 1];  // m = -1: tab[0], the visited term
+        if (m != SK_VISITED && own) term -= tab[66 + sk_register_start(key, u) + 1];
+        const gc_i64 s = sk_block_sum(term);
         if (threadIdx.x == 0) scores[u] = (accumulate ? scores[u] : 0) + s;
     }
 }
