@@ -127,7 +127,7 @@ def test_world_range_alone_and_whole(small):
     assert whole["seed_ids"] == again["seed_ids"] and whole["world_range"] == [0, 64]
     half = difuser(small, 4, registers=64, seed=8, backend="cpu", world_range=(32, 64), refine=0)
     assert half["world_range"] == [32, 64] and half["registers"] == 64
-    ref = ReferenceSketch(small, 8, 64, "xor")
+    ref = ReferenceSketch(small, 8, 64, "keyed")
     ref.live, ref.start = ref.live[32:], ref.start[32:]  # the reference restricted to worlds 32..63
     ref.visited, ref.registers, ref.worlds = ref.visited[32:], ref.registers[32:], 32
     ref.build()
@@ -166,7 +166,7 @@ def test_result_fields(small):
     assert res["graph"] == {"path": str(small.path), "sha256": small.sha256, "n": small.n, "m": small.m}
     assert res["seeds"] == res["seed_ids"]  # from_arcs keeps the ids
     assert set(res["seconds_by_phase"]) == {"fill", "simulate", "cascade", "select", "refine"}
-    assert res["register_bytes"] == small.n * 32 and res["sampling"] == "xor" and res["estimator"] == "log"
+    assert res["register_bytes"] == small.n * 32 and res["sampling"] == "keyed" and res["estimator"] == "log"
     assert res["spread_after_seed"] == sorted(res["spread_after_seed"]) and res["spread_after_seed"][0] >= 1.0
 
 

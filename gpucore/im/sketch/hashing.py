@@ -36,7 +36,7 @@ from gpucore.random.hashing import step
 
 SAMPLINGS = ("xor", "keyed")
 #: the sampling of ``difuser(sampling=None)`` and of the CLI (docs/difuser.md says why)
-DEFAULT_SAMPLING = "xor"
+DEFAULT_SAMPLING = "keyed"
 #: edge hashes and world numbers live in [0, 2^31)
 HASH_BITS = 31
 _M32 = np.uint64(0xFFFFFFFF)
