@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from gpucore.graph import from_arcs, save_graph
+from tests.test_im_cli import gpucore
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +21,6 @@ def graph_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("sketch_cli") / "g.gcsr"
     save_graph(g, path)
     return path, g
-
-
-def gpucore(*args):
-    return subprocess.run([sys.executable, "-m", "gpucore", *map(str, args)], capture_output=True, text=True,
-                          timeout=600)
 
 
 def test_difuser_result_and_verify(graph_file, tmp_path):

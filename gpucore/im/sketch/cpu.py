@@ -77,6 +77,37 @@ def simulate_sweep(indptr, dst, hashes, thr, live_keys, keyed, registers, dirty,
         changed[u] = grew
 
 
+@njit(inline="always", cache=True)
+def world_search(indptr, dst, hashes, thr, live_keys, keyed, registers, j, start, stack, mark, stamp):
+    """Depth-first search in world j from ``start`` over live arcs into vertices not visited there;
+    returns how many it reaches (start included). ``stamp == 0``: sets their registers to -1 (a
+    cascade); ``stamp > 0``: marks them with it in ``mark`` and changes no register (a probe)."""
+    if stamp:
+        mark[start] = stamp
+    else:
+        registers[start, j] = VISITED
+    stack[0] = start
+    top = 1
+    count = 1
+    while top:
+        top -= 1
+        u = stack[top]
+        for e in range(indptr[u], indptr[u + 1]):
+            w = dst[e]
+            if registers[w, j] == VISITED or (stamp and mark[w] == stamp):
+                continue
+            h = np.uint64(0) if keyed else np.uint64(hashes[e])
+            if live(keyed, live_keys[j], h, e, thr[e]):
+                if stamp:
+                    mark[w] = stamp
+                else:
+                    registers[w, j] = VISITED
+                count += 1
+                stack[top] = w
+                top += 1
+    return count
+
+
 @njit(parallel=True, cache=True)
 def cascade_worlds(indptr, dst, hashes, thr, live_keys, keyed, registers, seed, chunks):
     """Set every (v, world) reachable from ``seed`` to -1; returns the number of registers newly set."""
@@ -84,33 +115,16 @@ def cascade_worlds(indptr, dst, hashes, thr, live_keys, keyed, registers, seed, 
     newly = np.zeros(chunks, dtype=np.int64)
     for c in prange(chunks):
         stack = np.empty(n, dtype=np.int32)
-        count = 0
         for j in range(worlds * c // chunks, worlds * (c + 1) // chunks):
-            if registers[seed, j] == VISITED:  # visited sets are forward-closed: nothing new in world j
-                continue
-            registers[seed, j] = VISITED
-            count += 1
-            stack[0] = seed
-            top = 1
-            while top:
-                top -= 1
-                u = stack[top]
-                for e in range(indptr[u], indptr[u + 1]):
-                    v = dst[e]
-                    h = np.uint64(0) if keyed else np.uint64(hashes[e])
-                    if registers[v, j] != VISITED and live(keyed, live_keys[j], h, e, thr[e]):
-                        registers[v, j] = VISITED
-                        count += 1
-                        stack[top] = v
-                        top += 1
-        newly[c] = count
+            if registers[seed, j] != VISITED:  # visited sets are forward-closed: nothing new otherwise
+                newly[c] += world_search(indptr, dst, hashes, thr, live_keys, keyed, registers, j, seed, stack,
+                                         stack, 0)
     return newly.sum()
 
 
 @njit(parallel=True, cache=True)
 def exact_gains(indptr, dst, hashes, thr, live_keys, keyed, registers, candidates, chunks):
-    """gains[i] = the registers a cascade from candidates[i] would newly set to -1 (nothing is changed):
-    per world, a depth-first search over live arcs into non-visited vertices, marked by stamps."""
+    """gains[i] = the registers a cascade from candidates[i] would newly set to -1 (nothing changes)."""
     n, worlds = registers.shape
     part = np.zeros((chunks, candidates.shape[0]), dtype=np.int64)
     for c in prange(chunks):
@@ -119,26 +133,10 @@ def exact_gains(indptr, dst, hashes, thr, live_keys, keyed, registers, candidate
         stamp = 0
         for j in range(worlds * c // chunks, worlds * (c + 1) // chunks):
             for i in range(candidates.shape[0]):
-                v = candidates[i]
-                if registers[v, j] == VISITED:
-                    continue
-                stamp += 1
-                mark[v] = stamp
-                stack[0] = v
-                top = 1
-                count = 1
-                while top:
-                    top -= 1
-                    u = stack[top]
-                    for e in range(indptr[u], indptr[u + 1]):
-                        w = dst[e]
-                        h = np.uint64(0) if keyed else np.uint64(hashes[e])
-                        if registers[w, j] != VISITED and mark[w] != stamp and live(keyed, live_keys[j], h, e, thr[e]):
-                            mark[w] = stamp
-                            count += 1
-                            stack[top] = w
-                            top += 1
-                part[c, i] += count
+                if registers[candidates[i], j] != VISITED:
+                    stamp += 1
+                    part[c, i] += world_search(indptr, dst, hashes, thr, live_keys, keyed, registers, j,
+                                               candidates[i], stack, mark, stamp)
     return part.sum(axis=0)
 
 
