@@ -53,7 +53,10 @@ extern "C" __global__ void sk_simulate(const gc_i64* __restrict__ indptr, const 
         signed char best = cur;
         if (cur != SK_VISITED) {
             for (gc_i64 e = beg; e < end; ++e) {
-                if (sk_live(keyed, key, keyed ? 0u : hashes[e], e, thresholds[e])) {
+                if (keyed) {  // a coin costs a 64-bit hash, a register one byte of a coalesced row: load first
+                    const signed char mv = registers[(gc_i64)dst[e] * stride + j];
+                    if (mv > best && sk_live(1, key, 0u, e, thresholds[e])) best = mv;
+                } else if (sk_live(0, key, hashes[e], e, thresholds[e])) {  // one XOR: test first
                     const signed char mv = registers[(gc_i64)dst[e] * stride + j];
                     best = mv > best ? mv : best;
                 }

@@ -36,9 +36,10 @@ extern "C" __global__ void sk_cascade(const gc_i64* __restrict__ indptr, const i
         for (gc_i64 e = indptr[u]; e < indptr[u + 1]; ++e) {
             const int v = dst[e];
             bool flag = false;
-            if (active && sk_live(keyed, key, keyed ? 0u : hashes[e], e, thresholds[e])) {
+            if (active) {
                 signed char* r = registers + (gc_i64)v * stride + j;
-                if (*r != SK_VISITED) {
+                if (keyed ? (*r != SK_VISITED && sk_live(1, key, 0u, e, thresholds[e]))  // load, then hash
+                          : (sk_live(0, key, hashes[e], e, thresholds[e]) && *r != SK_VISITED)) {
                     *r = SK_VISITED;
                     flag = true;
                 }
