@@ -17,8 +17,9 @@ Per cell (graph, setting): DiFuseR on the GPU for every --samplings and --refine
 threshold 0.01, the default estimator; refine 0 is the paper's selection by the sketch score
 alone), IMM on the GPU at eps = 0.5 (the paper's setting for gIM); the seeds of each are scored by
 the oracle on the GPU (--oracle-runs Monte-Carlo runs, the same worlds for every seed set).
-``--backend cpu`` runs the same on the CPU: a smoke test of this script on small --custom graphs. Times are whole solver calls (host-to-device copies included) after a warm-up that
-compiles the kernels; peak device memory from CuPy's pool. An out-of-memory IMM is recorded as such
+``--backend cpu`` runs the same on the CPU: a smoke test of this script on small --custom graphs.
+Times are whole solver calls (host-to-device copies included) after a warm-up that compiles the
+kernels; peak device memory from CuPy's pool. An out-of-memory IMM is recorded as such
 (the paper's "-"). Budget: a solve whose predicted time (the longest solve of that solver on that
 graph so far, times 1.5; the first one of a graph needs 120 s left) exceeds what is left of
 --budget is skipped and marked, never cut. Writes OUT/bench_difuser.json and OUT/bench_difuser.md
@@ -105,7 +106,8 @@ def main(argv=None) -> int:
     p.add_argument("--parts", default="difuser,imm", help="solvers to run: difuser, imm")
     p.add_argument("--samplings", default="xor,keyed")
     p.add_argument("--refines", default="32", help="DiFuseR --refine values (0: the paper's selection)")
-    p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole run (solves beyond it are skipped)")
+    p.add_argument("--budget", type=float, default=540.0,
+                   help="seconds for the whole run (solves predicted beyond it are skipped)")
     p.add_argument("--k", type=int, default=50)
     p.add_argument("--registers", type=int, default=1024)
     p.add_argument("--rebuild-threshold", type=float, default=0.01)
@@ -263,8 +265,9 @@ def markdown(rep: dict) -> str:
             peak = f"{r['peak_device_memory'] / 2**30:.2f}" if "peak_device_memory" in r else "-"
             lines.append(
                 f"| {c['title']} | {c['n']:,} | {c['m']:,} | {c['weights']} | {name} | {_fmt(r, 'seconds', '.2f')} | "
-                f"{peak} | {_fmt(r, 'estimated_spread', '.0f')} | {_fmt(r, 'oracle', '.0f')} | {_fmt(r, 'bias', '+.3f')} | "
-                f"{_fmt(r, 'speedup_vs_imm', '.2f')} | {_fmt(r, 'score_vs_imm', '.4f')} | {paper} |")
+                f"{peak} | {_fmt(r, 'estimated_spread', '.0f')} | {_fmt(r, 'oracle', '.0f')} | "
+                f"{_fmt(r, 'bias', '+.3f')} | {_fmt(r, 'speedup_vs_imm', '.2f')} | {_fmt(r, 'score_vs_imm', '.4f')} | "
+                f"{paper} |")
     lines += ["", f"Total benchmark time: {rep.get('total_seconds', 0):.0f} s.", ""]
     return "\n".join(lines)
 

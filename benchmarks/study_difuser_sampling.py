@@ -96,7 +96,8 @@ def main(argv=None) -> int:
     from gpucore.im.sketch import difuser
     from gpucore.oracle import spread
 
-    report = {"study": "difuser_sampling", "issue": 15, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    report = {"study": "difuser_sampling", "issue": 15,
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
               "commit": git_commit(), "host": {**cpu_facts(), **get_backend("cpu").device_info()},
               "parameters": {k: getattr(args, k) for k in ("k", "registers", "runs", "seed", "estimators", "refines")},
               "cells": []}
@@ -157,7 +158,8 @@ def markdown(rep: dict) -> str:
         for scheme, r in c.items():
             if not isinstance(r, dict) or "bias" not in r:
                 continue
-            lines.append(f"| {c['graph']} | {c['weights']} | {c['imm']['oracle']:.1f} | {scheme} | {r['seconds']:.1f} | "
+            lines.append(f"| {c['graph']} | {c['weights']} | {c['imm']['oracle']:.1f} | {scheme} | "
+                         f"{r['seconds']:.1f} | "
                          f"{r['estimate']:.1f} | {r['oracle']:.1f} +- {r['stderr']:.1f} | {r['bias']:+.3f} | "
                          f"{r['vs_imm']:.4f} |")
     lines += ["", f"Total: {rep.get('total_seconds', 0):.0f} s.", ""]

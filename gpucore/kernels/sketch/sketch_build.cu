@@ -23,8 +23,9 @@ extern "C" __global__ void sk_arc_hashes(const gc_i64* __restrict__ indptr, cons
             hashes[e] = sk_edge_hash((unsigned int)u, (unsigned int)dst[e], seed32);
 }
 
-extern "C" __global__ void sk_fill(signed char* __restrict__ registers, gc_i64 n, gc_i64 stride, gc_i64 j0,
-                                   const gc_u64* __restrict__ register_keys) {
+extern "C" __global__ void __launch_bounds__(1024)
+sk_fill(signed char* __restrict__ registers, gc_i64 n, gc_i64 stride, gc_i64 j0,
+        const gc_u64* __restrict__ register_keys) {
     const gc_i64 j = j0 + threadIdx.x;
     const gc_u64 key = register_keys[j];
     for (gc_i64 u = blockIdx.x; u < n; u += gridDim.x) {
@@ -33,12 +34,13 @@ extern "C" __global__ void sk_fill(signed char* __restrict__ registers, gc_i64 n
     }
 }
 
-extern "C" __global__ void sk_simulate(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
-                                       const unsigned int* __restrict__ hashes,
-                                       const unsigned int* __restrict__ thresholds,
-                                       const gc_u64* __restrict__ live_keys, int keyed, signed char* registers,
-                                       gc_i64 n, gc_i64 stride, gc_i64 j0, const unsigned char* __restrict__ dirty,
-                                       int use_dirty, unsigned char* __restrict__ changed, int* __restrict__ any) {
+extern "C" __global__ void __launch_bounds__(1024)
+sk_simulate(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
+            const unsigned int* __restrict__ hashes,
+            const unsigned int* __restrict__ thresholds,
+            const gc_u64* __restrict__ live_keys, int keyed, signed char* registers,
+            gc_i64 n, gc_i64 stride, gc_i64 j0, const unsigned char* __restrict__ dirty,
+            int use_dirty, unsigned char* __restrict__ changed, int* __restrict__ any) {
     const gc_i64 j = j0 + threadIdx.x;
     const gc_u64 key = live_keys[j];
     for (gc_i64 u = blockIdx.x; u < n; u += gridDim.x) {

@@ -18,13 +18,14 @@
 //               reduces the blocks' answers the same way.
 #include "sketch_common.cuh"
 
-extern "C" __global__ void sk_cascade(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
-                                      const unsigned int* __restrict__ hashes,
-                                      const unsigned int* __restrict__ thresholds,
-                                      const gc_u64* __restrict__ live_keys, int keyed, signed char* registers,
-                                      gc_i64 stride, gc_i64 j0, const int* __restrict__ queue, gc_i64 queued,
-                                      int* __restrict__ next, int* __restrict__ next_size, int* __restrict__ stamp,
-                                      int level) {
+extern "C" __global__ void __launch_bounds__(1024)
+sk_cascade(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
+           const unsigned int* __restrict__ hashes,
+           const unsigned int* __restrict__ thresholds,
+           const gc_u64* __restrict__ live_keys, int keyed, signed char* registers,
+           gc_i64 stride, gc_i64 j0, const int* __restrict__ queue, gc_i64 queued,
+           int* __restrict__ next, int* __restrict__ next_size, int* __restrict__ stamp,
+           int level) {
     const gc_i64 j = j0 + threadIdx.x;
     const int lane = threadIdx.x & 31;
     const gc_u64 key = live_keys[j];
@@ -62,13 +63,14 @@ extern "C" __global__ void sk_probe_start(const signed char* __restrict__ regist
     }
 }
 
-extern "C" __global__ void sk_probe(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
-                                    const unsigned int* __restrict__ hashes, const unsigned int* __restrict__ thresholds,
-                                    const gc_u64* __restrict__ live_keys, int keyed,
-                                    const signed char* __restrict__ registers, gc_i64 stride, gc_i64 j0,
-                                    unsigned int* marks, const int* __restrict__ queue, gc_i64 queued,
-                                    int* __restrict__ next, int* __restrict__ next_size, int* __restrict__ stamp,
-                                    int level, unsigned long long* __restrict__ gain) {
+extern "C" __global__ void __launch_bounds__(1024)
+sk_probe(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
+         const unsigned int* __restrict__ hashes, const unsigned int* __restrict__ thresholds,
+         const gc_u64* __restrict__ live_keys, int keyed,
+         const signed char* __restrict__ registers, gc_i64 stride, gc_i64 j0,
+         unsigned int* marks, const int* __restrict__ queue, gc_i64 queued,
+         int* __restrict__ next, int* __restrict__ next_size, int* __restrict__ stamp,
+         int level, unsigned long long* __restrict__ gain) {
     const gc_i64 j = j0 + threadIdx.x;  // j0 is a multiple of 32: lane = j mod 32
     const int lane = threadIdx.x & 31;
     const gc_u64 key = live_keys[j];
@@ -121,9 +123,10 @@ __device__ gc_i64 sk_block_sum(gc_i64 x) {
     return x;
 }
 
-extern "C" __global__ void sk_score(const signed char* __restrict__ registers, gc_i64 n, gc_i64 stride, gc_i64 j0,
-                                    const gc_u64* __restrict__ register_keys, const gc_i64* __restrict__ table,
-                                    int own, gc_i64* __restrict__ scores, int accumulate) {
+extern "C" __global__ void __launch_bounds__(1024)
+sk_score(const signed char* __restrict__ registers, gc_i64 n, gc_i64 stride, gc_i64 j0,
+         const gc_u64* __restrict__ register_keys, const gc_i64* __restrict__ table,
+         int own, gc_i64* __restrict__ scores, int accumulate) {
     __shared__ gc_i64 tab[2 * 66];
     for (int i = threadIdx.x; i < 2 * 66; i += blockDim.x) tab[i] = table[i];
     __syncthreads();
