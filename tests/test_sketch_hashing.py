@@ -140,3 +140,30 @@ def test_documented_vectors():
         assert live(False, np.uint64(1016688817), h, 0, w) == ((1016688817 ^ h) < w)
     assert not live(True, keys.live[0], 0, 0, w) and not live(True, keys.live[2], 0, 9, w)  # both coins >= W
     assert live(True, keys.live[0], 0, 0, THRESHOLD_ONE) and not live(True, keys.live[0], 0, 0, 0)
+
+
+def test_paper_weight_settings():
+    """The five IC settings of the paper's section 5 as `--weights` draws them (docs/difuser.md): exact
+    constants; U(0, 0.1) and N(0.05, 0.025) clipped at 0 by their moments (4-sigma bands, false alarm
+    below 1e-4 each; fixed seed)."""
+    import statistics
+
+    from gpucore.graph.weights import edge_probabilities
+
+    m = 200_000
+    dst = np.zeros(m, dtype=np.int32)
+    indptr = np.array([0, m], dtype=np.int64)
+    for p in (0.005, 0.01, 0.1):
+        assert np.all(edge_probabilities(f"const:{p}", dst, indptr, 1) == np.float32(p))
+    u = edge_probabilities("uniform:0,0.1", dst, indptr, 1).astype(np.float64)
+    assert u.min() >= 0.0 and u.max() < 0.1
+    assert abs(u.mean() - 0.05) < 4 * 0.1 / np.sqrt(12 * m)
+    w = edge_probabilities("normal:0.05,0.025", dst, indptr, 1).astype(np.float64)
+    nd = statistics.NormalDist()
+    zero = nd.cdf(-2.0)  # P(N(0.05, 0.025) < 0)
+    assert w.min() == 0.0 and w.max() < 0.2
+    assert abs((w == 0).mean() - zero) < 4 * np.sqrt(zero * (1 - zero) / m)
+    mean = 0.05 * nd.cdf(2.0) + 0.025 * nd.pdf(2.0)  # of max(0, N(0.05, 0.025))
+    assert abs(w.mean() - mean) < 4 * 0.025 / np.sqrt(m)
+    upper = w[w > 0.05] - 0.05  # the unclipped upper half: a half-normal of scale 0.025
+    assert abs(upper.mean() - 0.025 * np.sqrt(2 / np.pi)) < 4 * 0.025 * np.sqrt(1 - 2 / np.pi) / np.sqrt(upper.size)
