@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from gpucore.random import Stream, mix_py
-from gpucore.random.hashing import step
+from gpucore.random.hashing import mix3, step
 
 SAMPLINGS = ("xor", "keyed")
 #: the sampling of ``difuser(sampling=None)`` and of the CLI (docs/difuser.md says why)
@@ -133,10 +133,22 @@ def murmur_seed(seed: int) -> int:
     return mix_py(seed, int(Stream.SKETCH_EDGE)) & 0xFFFFFFFF
 
 
+@njit(cache=True)
+def _mix_range(seed, stream, first, stop):
+    """mix(seed, stream, r) for r in [first, stop) (uint64)."""
+    out = np.empty(stop - first, dtype=np.uint64)
+    for r in range(first, stop):
+        out[r - first] = mix3(seed, np.uint64(stream), np.uint64(r))
+    return out
+
+
+def _stream_words(seed: int, stream: int, first: int, stop: int) -> np.ndarray:
+    return _mix_range(np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF), int(stream), int(first), int(stop))
+
+
 def world_numbers(seed: int, registers: int, fasst: bool) -> np.ndarray:
     """X_r of all R worlds (uint64 in [0, 2^31)): sorted with FASST, else in draw order."""
-    x = np.array([mix_py(seed, int(Stream.SKETCH_X), i) >> (64 - HASH_BITS) for i in range(registers)],
-                 dtype=np.uint64)
+    x = _stream_words(seed, int(Stream.SKETCH_X), 0, registers) >> np.uint64(64 - HASH_BITS)
     return np.sort(x) if fasst else x
 
 
@@ -157,11 +169,10 @@ class WorldKeys:
 
 def world_keys(seed: int, registers: int, first: int, stop: int, sampling: str, fasst: bool) -> WorldKeys:
     """Keys of the global worlds [first, stop) of R = ``registers`` (see the module docstring)."""
-    worlds = range(first, stop)
     keyed = sampling == "keyed"
     if keyed:
-        live_keys = np.array([mix_py(seed, int(Stream.SKETCH_COIN), r) for r in worlds], dtype=np.uint64)
+        live_keys = _stream_words(seed, int(Stream.SKETCH_COIN), first, stop)
     else:
         live_keys = world_numbers(seed, registers, fasst)[first:stop].copy()
-    register = np.array([mix_py(seed, int(Stream.SKETCH_REGISTER), r) for r in worlds], dtype=np.uint64)
+    register = _stream_words(seed, int(Stream.SKETCH_REGISTER), first, stop)
     return WorldKeys(first, stop, keyed, live_keys, register)
