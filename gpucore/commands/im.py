@@ -7,6 +7,7 @@ import re
 from gpucore.backend import BACKENDS, set_cpu_threads
 from gpucore.commands.common import emit_json
 from gpucore.errors import GpucoreError
+from gpucore.im.sketch.hashing import DEFAULT_SAMPLING, SAMPLINGS
 
 HELP = ("influence maximization: IMM (gIM sampler + GPU greedy), multi-round IM (--rounds T) or DiFuseR "
         "(--algorithm difuser); JSON result")
@@ -47,9 +48,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--refine", type=int, default=32, metavar="L",
                         help="difuser: pick each seed among the L best sketch scores by exact gains on the worlds; "
                              "0 = the sketch score alone, as the paper (32)")
-    parser.add_argument("--sampling", default=None, choices=("xor", "keyed"),
-                        help="difuser: xor (the paper's hash-xor worlds) or keyed (independent coins); "
-                             "default: DiFuseR's, see docs/difuser.md")
+    parser.add_argument("--sampling", default=DEFAULT_SAMPLING, choices=SAMPLINGS,
+                        help=f"difuser: xor (the paper's hash-xor worlds) or keyed (independent coins; "
+                             f"docs/difuser.md says why it is the default) ({DEFAULT_SAMPLING})")
     parser.add_argument("--verify", type=int, default=0, metavar="RUNS",
                         help="also estimate the seeds' spread with the independent oracle (RUNS Monte-Carlo runs)")
     parser.add_argument("--verify-seed", type=int, default=1, help="seed of the oracle's runs (1)")
