@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The sampling question of issue 15 (item 3), on the CPU: xor worlds vs independent keyed coins.
 
-    python3 benchmarks/study_difuser_sampling.py OUT --shared-data ../shared/data/snap
+    python3 benchmarks/study_difuser_sampling.py OUT --data DATA_FOLDER
         [--graphs nethept,wiki-vote,pa20k] [--settings p005,p01,p1,n005,u01] [--k 20] [--registers 1024]
         [--estimators log] [--refines 0,32] [--runs 10000] [--budget 3600]
 
@@ -73,7 +73,7 @@ def build(name: str, setting: str, shared: Path | None, cache: Path) -> Path:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out")
-    p.add_argument("--shared-data", default=None)
+    p.add_argument("--data", default=None)
     p.add_argument("--graphs", default="nethept,wiki-vote,pa20k")
     p.add_argument("--settings", default=",".join(SETTINGS))
     p.add_argument("--k", type=int, default=20)
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
               "commit": git_commit(), "host": {**cpu_facts(), **get_backend("cpu").device_info()},
               "parameters": {k: getattr(args, k) for k in ("k", "registers", "runs", "seed", "estimators", "refines")},
               "cells": []}
-    shared = Path(args.shared_data) if args.shared_data else None
+    shared = Path(args.data) if args.data else None
     last_cell = 0.0
     for name in args.graphs.split(","):
         for setting in args.settings.split(","):
