@@ -30,3 +30,5 @@ class Stream(IntEnum):
     ORACLE = 19
     #: world realization seeds of an adaptive experiment: mix(seed, WORLD, realization)
     WORLD = 20
+    #: the cost-model sample of multi-GPU structural diversity search: mix(0, SDS_SAMPLE, vertex)
+    SDS_SAMPLE = 21

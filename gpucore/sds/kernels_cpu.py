@@ -73,26 +73,35 @@ def intersect_count(a, a0, a1, b0, b1):
 
 
 # ---- global: supports and per-vertex counts ------------------------------------------------------
+#: slots per tile of the support computation (a warp's 32 slots in sds_graph.cu)
+SUPPORT_TILE = 32
+
+
 @njit(parallel=True, cache=True)
-def edge_supports(indptr, adj, sup, errors):
-    """sup[s] = |N(u) & N(v)| for every slot s = (u, v); computed where u < v, then mirrored
-    (errors[0] = 1 when a slot has no mirror: the CSR is not symmetric)."""
+def edge_supports(indptr, adj, part, parts, sup, errors):
+    """sup[s] = |N(u) & N(v)| for the slots s = (u, v), u < v, of the tiles t = part (mod parts) of
+    ``SUPPORT_TILE`` consecutive slots, written to s and to its mirror (v, u); ``sup`` starts zeroed,
+    so the sum over the parts is every slot's support (one part: all of them). errors[0] = 1 when
+    a slot of these tiles has no mirror: the CSR is not symmetric."""
     n = indptr.shape[0] - 1
-    for u in prange(n):
-        a0, a1 = indptr[u], indptr[u + 1]
-        for s in range(a0, a1):
+    slots = indptr[n]
+    tiles = (slots + SUPPORT_TILE - 1) // SUPPORT_TILE
+    mine = (tiles - part + parts - 1) // parts if tiles > part else 0
+    for i in prange(mine):
+        s0 = (i * parts + part) * SUPPORT_TILE
+        s1 = min(s0 + SUPPORT_TILE, slots)
+        u = np.searchsorted(indptr, s0, side="right") - 1
+        for s in range(s0, s1):
+            while indptr[u + 1] <= s:
+                u += 1
             v = adj[s]
-            if v > u:
-                sup[s] = intersect_count(adj, a0, a1, indptr[v], indptr[v + 1])
-    for u in prange(n):
-        for s in range(indptr[u], indptr[u + 1]):
-            v = adj[s]
-            if v < u:
-                p = lower_bound(adj, indptr[v], indptr[v + 1], u)
-                if p < indptr[v + 1] and adj[p] == u:
-                    sup[s] = sup[p]
-                else:
-                    errors[0] = 1
+            p = lower_bound(adj, indptr[v], indptr[v + 1], u)
+            if p >= indptr[v + 1] or adj[p] != u:
+                errors[0] = 1
+            elif v > u:
+                c = intersect_count(adj, indptr[u], indptr[u + 1], indptr[v], indptr[v + 1])
+                sup[s] = c
+                sup[p] = c
 
 
 @njit(parallel=True, cache=True)
