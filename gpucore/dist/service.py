@@ -18,10 +18,10 @@ calls the handler), so the two threads are never in MPI at once; the MPI library
 serving thread is raised in rank 0's main thread at its next ``ask`` or at ``finish``, where
 ``gpucore.dist.run_guarded`` ends every rank with the message.
 
-``worker_comm`` (default ``comm``): what the non-root ranks send and receive through, for example a
-``TimedComm`` that counts their messages, bytes and seconds; the thread uses ``comm`` itself and
-counts what it receives and sends in ``bytes`` and ``messages``, and the handler's seconds in
-``handler_seconds``.
+``worker_comm`` (default ``comm``): what the non-root ranks ask through, for example a ``TimedComm``
+that counts their messages, bytes and seconds; rank 0's thread and ``finish`` use ``comm`` itself
+and count what they receive and send in ``bytes`` and ``messages`` (on rank 0: every other rank's
+requests and the replies), and the handler's seconds in ``handler_seconds``.
 """
 
 from __future__ import annotations
@@ -91,9 +91,10 @@ class Service:
     def finish(self) -> None:
         """Say this rank is done; return when every rank is."""
         self._finished = True
-        if self.rank != 0:
-            self.worker_comm.send(("finish", None), 0, REQUEST)
-            self.worker_comm.recv(0, REPLY)
+        if self.rank != 0:  # through ``comm``: the wait is idle time, not a message's
+            self.bytes += self.comm.send(("finish", None), 0, REQUEST)
+            self.bytes += self.comm.recv(0, REPLY).nbytes
+            self.messages += 2
             return
         self._root_done.set()
         if self._thread is not None:

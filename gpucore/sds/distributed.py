@@ -125,9 +125,9 @@ def _pack(ranking, sampled: np.ndarray, fitted, engine, size: int):
     cands, bounds = ranking.candidates[keep], ranking.candidate_bound[keep]
     degree, ego_edges = engine.ego_sizes()
     costs = fitted.costs(degree[cands], ego_edges[cands])
-    owner, loads = pack_greedy(costs, size)
+    owner = pack_greedy(costs, size)[0]
     pick = [owner == r for r in range(size)]
-    return [cands[p] for p in pick], [bounds[p] for p in pick], [costs[p] for p in pick], loads
+    return [cands[p] for p in pick], [bounds[p] for p in pick], [costs[p] for p in pick]
 
 
 def search(engine, ranking, model: str, k: int, t: int, comm, phases, policy: str, cost_kind: str, rate: float,
@@ -139,7 +139,7 @@ def search(engine, ranking, model: str, k: int, t: int, comm, phases, policy: st
     table = None
     if comm.is_root:
         with phases.phase("packing"):
-            lists, bounds, costs, loads = _pack(ranking, sampled, fitted, engine, comm.size)
+            lists, bounds, costs = _pack(ranking, sampled, fitted, engine, comm.size)
             table = SearchTable(lists, bounds, costs, t, policy, chunk_seconds, known)
     vertices, scores = [sample_v], [sample_s]
     chunks, estimated, busy = 0, 0.0, 0.0
@@ -158,13 +158,13 @@ def search(engine, ranking, model: str, k: int, t: int, comm, phases, policy: st
             service.finish()
     shared = None
     if comm.is_root:
-        shared = {"cost_model": fitted.to_dict(), "initial_loads": [float(x) for x in loads],
-                  "table": [r.to_dict() for r in table.table.records],
-                  "service": {"messages": service.messages, "bytes": service.bytes,
+        shared = {"cost_model": fitted.to_dict(), "table": [r.to_dict() for r in table.table.records],
+                  "service": {"requests": sum(r.chunks for r in table.table.records) + comm.size,
                               "handler_seconds": service.handler_seconds}}
     shared = comm.bcast(shared)
     vertices = np.concatenate(vertices)
     record = {"scored": int(vertices.size), "sample_vertices": int(sample_v.size), "sample_seconds": sample_seconds,
               "chunks": chunks, "estimated_cost": estimated, "busy_seconds": busy,
-              "idle_seconds": phases.seconds.get("idle", 0.0)}
+              "idle_seconds": phases.seconds.get("idle", 0.0),
+              "service_messages": service.messages, "service_bytes": service.bytes}
     return Found(vertices, np.concatenate(scores), record, shared)

@@ -168,6 +168,9 @@ def run_sds(graph, model: str, k: int, t: int, *, backend="auto", threads: int |
 
     degree, ego_edges = engine.ego_sizes()
     mine = {**found.record, "seconds_by_phase": dict(phases.seconds), "peak_device_memory": int(engine.peak_memory())}
+    if ranks is not None:  # messages and bytes: this rank's requests and collectives, and its service's
+        mine["communication"] = {"messages": ranks.messages + mine.pop("service_messages"),
+                                 "bytes": ranks.bytes + mine.pop("service_bytes"), "collectives": ranks.calls}
     everyone = [mine] if ranks is None else ranks.allgather(mine)
     orig = np.asarray(sg.original_id)
     result = {
@@ -209,8 +212,6 @@ def run_sds(graph, model: str, k: int, t: int, *, backend="auto", threads: int |
         table = result.pop("table")
         for key in ("steals_made", "steals_suffered", "cost_stolen", "cost_lost", "initial_load"):
             result["per_rank"][key] = [row[key] for row in table]
-        result["per_rank"]["communication"] = ranks.allgather(
-            {"messages": ranks.messages, "bytes": ranks.bytes, "collectives": ranks.calls})
         if first_batch is not None:
             result["notes"].append("--batch sizes the first batch of a one-rank search; over ranks the chunks are "
                                    "sized by estimated cost (chunk_seconds)")

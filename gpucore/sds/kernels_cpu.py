@@ -2,7 +2,7 @@
 twins: same inputs, same outputs; ``gpucore/kernels/sds/*.cu``).
 
 Global: ``edge_supports`` (sup of every slot of the simple CSR: |N(u) & N(v)| by sorted-list
-intersection, computed for u < v and mirrored), ``ego_counts`` (per vertex: members above a
+intersection, computed for u < v and written to both slots; over ranks, each its tiles of slots), ``ego_counts`` (per vertex: members above a
 threshold, |E(G_v)|). Per batch: ``gather_rows`` -> (host prefix sums) -> ``fill_rows`` (the
 ego CSR: sorted local lists) -> for truss (prefix sums) ``edge_ids`` -> the heavy steps in
 parallel over all rows or edges of the batch (``edge_supports_batch`` for truss, the H-index
@@ -14,6 +14,9 @@ the smaller root as the representative (comp, and the final components of every 
 H-index iteration to coreness updated in place (core; Sarıyüce et al.'s local algorithm), and
 level peeling with one queue (truss: the GPU's PKT sub-rounds with one edge per sub-round). The
 results are unique (components, coreness, the k-truss), so both backends agree exactly.
+
+The parallel kernels release the GIL (``nogil``): over several ranks, rank 0's serving thread
+(``gpucore.dist.service``) answers the other ranks while its own rank computes.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ def intersect_count(a, a0, a1, b0, b1):
 SUPPORT_TILE = 32
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def edge_supports(indptr, adj, part, parts, sup, errors):
     """sup[s] = |N(u) & N(v)| for the slots s = (u, v), u < v, of the tiles t = part (mod parts) of
     ``SUPPORT_TILE`` consecutive slots, written to s and to its mirror (v, u); ``sup`` starts zeroed,
@@ -104,7 +107,7 @@ def edge_supports(indptr, adj, part, parts, sup, errors):
                 sup[p] = c
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def ego_counts(indptr, sup, threshold, count, edges):
     """count[v] = #{slots of v with sup >= threshold}; edges[v] = |E(G_v)| = sum of sup / 2."""
     n = indptr.shape[0] - 1
@@ -121,7 +124,7 @@ def ego_counts(indptr, sup, threshold, count, edges):
 
 
 # ---- per batch: the ego CSR build -----------------------------------------------------------------
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def gather_rows(indptr, sup, vertices, row_base, row_deg, row_owner):
     """Ego degrees of every local vertex (the supports of v's slots) and the owner of every row."""
     for b in prange(vertices.shape[0]):
@@ -149,7 +152,7 @@ def _gallop_into(adj, s0, s1, t0, t1, v0, search_is_v, nbr, pos):
     return pos
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def fill_rows(indptr, adj, vertices, row_base, row_owner, row_start, row_deg, nbr, row_lower, errors):
     """Row r (local vertex i of ego b, global u): the local ids of N(u) & N(v_b), ascending, and
     how many are < i (merge, or galloping searches when one list is much longer)."""
@@ -189,7 +192,7 @@ def fill_rows(indptr, adj, vertices, row_base, row_owner, row_start, row_deg, nb
             errors[0] = 1
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def edge_ids(row_owner, row_base, edge_base, row_start, row_deg, row_lower, row_edge, nbr, eid, el_i, el_j):
     """Local edge ids of every slot, and the endpoints of every edge (layout docstring)."""
     for r in prange(row_owner.shape[0]):
@@ -233,7 +236,7 @@ def _union(parent, a, b):
         parent[a] = b
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def edge_supports_batch(row_base, edge_base, row_start, row_deg, nbr, el_i, el_j, sup):
     """Support (common neighbours inside its ego-network) of every edge of the batch, parallel over edges."""
     for f in prange(edge_base[-1]):
@@ -262,7 +265,7 @@ def _hindex(c, r0, r, row_start, row_deg, nbr, hist):
     return h
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def coreness_batch(row_base, row_owner, row_start, row_deg, nbr, c, chunks):
     """c[r] = coreness of every local vertex of the batch: the H-index iteration from the degrees,
     rounds over the rows of the ego-networks that changed in the last round (parallel over rows,
@@ -407,7 +410,7 @@ def _score_ego(model, k, stop_level, b, row_base, edge_base, row_start, row_deg,
     return score
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def score_batch(model, k, stop_level, row_base, edge_base, row_start, row_deg, nbr, eid, el_i, el_j, sup, state,
                 queue, parent, aux, score):
     """score[b] for every ego-network of the batch (largest first), in parallel over ego-networks.
