@@ -87,8 +87,9 @@ def test_dynamic_stealing_takes_the_back_half_of_the_heaviest_rank():
     assert table.segments[0].end == 5 and table.segments[1].end == 10
     assert table.records[1].steals_made == 1 and table.records[0].steals_suffered == 1
     assert table.records[1].cost_stolen == table.records[0].cost_lost == 5.0
-    # the thief is robbed in turn: it now holds the most
+    # the thief is robbed in turn once it holds the most
     table.segments[2].begin = 3  # rank 2's list is done
+    assert table.claim(0) == (0, 1, 2)  # rank 0 keeps 2..4 (cost 3), rank 1 holds 6..9 (cost 4)
     assert table.claim(2) == (0, 8, 9)  # rank 1 keeps 6, 7 (cost 2), rank 2 takes 8, 9 (cost 2)
     assert table.records[1].steals_suffered == 1 and table.records[2].steals_made == 1
 
@@ -195,7 +196,7 @@ def test_the_sample_is_keyed_stratified_and_covers_every_stratum():
     again = cost.sample_batches(cands[::-1].copy(), degree, 0.01)  # the order given does not matter
     assert [b.tolist() for b in again] == [b.tolist() for b in batches]
     assert max(b.size for b in cost.sample_batches(cands, degree, 0.5)) <= -(-150 // cost.BATCHES_PER_STRATUM)
-    owner = cost.assign(batches, degree, np.zeros_like(degree), 2)
+    owner = cost.assign(batches, "truss", degree, np.zeros_like(degree), 2)
     assert sorted(set(owner.tolist())) == [0, 1]
 
 
@@ -428,7 +429,8 @@ def _answer(res) -> dict:
 
 
 def _summary(res) -> dict:
-    keys = ("scored", "busy_seconds", "idle_seconds", "steals_made", "steals_suffered", "chunks")
+    keys = ("scored", "busy_seconds", "idle_seconds", "chunks") + (("steals_made", "steals_suffered")
+                                                                   if res["ranks"] > 1 else ())
     return {"answer": _answer(res), "record": {key: res["per_rank"][key] for key in keys}, "scored": res["scored"],
             "stealing": res["stealing"], "phases": res["seconds_by_phase"]}
 

@@ -97,7 +97,8 @@ class WorkTable:
         self.records = [RankRecord(initial_load=float(p[-1])) for p in self.prefix]
         self.live = live
 
-    def _cost(self, lst: int, begin: int, end: int) -> float:
+    def cost(self, lst: int, begin: int, end: int) -> float:
+        """Estimated cost of the items ``begin .. end-1`` of list ``lst``."""
         return float(self.prefix[lst][end] - self.prefix[lst][begin])
 
     def remaining(self, rank: int) -> float:
@@ -105,7 +106,7 @@ class WorkTable:
         seg = self.segments[rank]
         if self.live is not None and seg.begin < seg.end:
             seg.end = max(seg.begin, min(seg.end, int(self.live(seg.list, seg.begin, seg.end))))
-        return self._cost(seg.list, seg.begin, seg.end) if seg.begin < seg.end else 0.0
+        return self.cost(seg.list, seg.begin, seg.end) if seg.begin < seg.end else 0.0
 
     def claim(self, rank: int) -> tuple[int, int, int] | None:
         """The rank's next chunk ``(list, begin, end)``, stealing when its segment is empty; None
@@ -124,7 +125,7 @@ class WorkTable:
         rec = self.records[rank]
         rec.chunks += 1
         rec.items += end - chunk[1]
-        rec.cost += self._cost(*chunk)
+        rec.cost += self.cost(*chunk)
         return chunk
 
     def _steal(self, thief: int, left: list[float]) -> bool:
@@ -144,7 +145,7 @@ class WorkTable:
             mid = (prefix[seg.begin] + prefix[seg.end]) / 2
             cut = int(np.searchsorted(prefix[seg.begin:seg.end + 1], mid, side="right")) - 1 + seg.begin
             cut = min(max(cut, seg.begin), seg.end - 1)  # the thief takes one item at least
-        taken = self._cost(seg.list, cut, seg.end)
+        taken = self.cost(seg.list, cut, seg.end)
         self.segments[thief] = Segment(seg.list, cut, seg.end)
         seg.end = cut
         t, v = self.records[thief], self.records[victim]

@@ -22,8 +22,9 @@ stratum floor(log2 d(v)); in a stratum of N vertices, the ceil(rate N) of smalle
 ``mix(0, Stream.SDS_SAMPLE, v)`` (a pure function of the vertex, so every rank draws the same
 sample), at least one per stratum, so the rare hubs are timed too. The paper samples 1 % (its
 Exp-1 finds 0.5 % and 1 % best). A stratum's sample is cut into up to ``BATCHES_PER_STRATUM``
-batches; ``assign`` spreads the batches over the ranks (``pack_greedy`` on the integer sizes
-|V| + |E|, the same on every rank).
+batches; ``assign`` spreads the batches over the ranks (``pack_greedy`` on integer sizes, |V| + |E|,
+or |V| + |E| floor(sqrt |E|) for truss: exact, so every rank computes the same assignment and each
+batch is scored by exactly one rank).
 
 **Fit** (``fit``): each batch is built and scored on its rank, device waited for, and timed: one
 row (seconds, sum of x1, sum of x2). Least squares of the seconds on the sums plus an intercept (a
@@ -48,7 +49,7 @@ from gpucore.random import Stream, mix3
 
 KINDS = ("fit", "count")
 #: batches a stratum's sample is cut into (more rows for the fit than parameters)
-BATCHES_PER_STRATUM = 4
+BATCHES_PER_STRATUM = 2
 #: the least estimated cost of a vertex (seconds)
 FLOOR = 1e-9
 
@@ -101,10 +102,15 @@ def sample_batches(candidates: np.ndarray, degree: np.ndarray, rate: float) -> l
     return batches
 
 
-def assign(batches: list[np.ndarray], degree: np.ndarray, ego_edges: np.ndarray, size: int) -> np.ndarray:
-    """The rank of each batch: list scheduling on the integer sizes sum |V| + |E| (exact in
-    float64, so every rank computes the same assignment)."""
-    sizes = [float(np.asarray(degree)[b].sum() + np.asarray(ego_edges)[b].sum()) for b in batches]
+def assign(batches: list[np.ndarray], model: str, degree: np.ndarray, ego_edges: np.ndarray, size: int) -> np.ndarray:
+    """The rank of each batch: list scheduling on integer sizes (module docstring; exact in float64,
+    so every rank computes the same assignment)."""
+    sizes = []
+    for b in batches:
+        d = np.asarray(degree)[b].astype(np.int64)
+        e = np.asarray(ego_edges)[b].astype(np.int64)
+        work = e * np.floor(np.sqrt(e)).astype(np.int64) if model == "truss" else e
+        sizes.append(float(int(d.sum()) + int(work.sum())))
     return pack_greedy(np.asarray(sizes, dtype=np.float64), size)[0]
 
 

@@ -88,35 +88,44 @@ class SearchTable:
         if chunk is None:
             return None
         lst, begin, end = chunk
-        return {"vertices": self.lists[lst][begin:end], "cost": self.table._cost(lst, begin, end), "tau": self.tau()}
+        return {"vertices": self.lists[lst][begin:end], "cost": self.table.cost(lst, begin, end), "tau": self.tau()}
 
 
-def _cost_model(engine, ranking, model: str, k: int, t: int, comm, phases, kind: str, rate: float):
-    """Time this rank's sample batches, gather, fit on rank 0: (CostModel, sampled pairs, record)."""
+@dataclass
+class Sample:
+    """The cost-model step on one rank: the fit (the same on every rank), every rank's sampled
+    vertices, the best scores among them (at most t per rank), and the pairs this rank scored."""
+
+    fitted: cm.CostModel
+    sampled: np.ndarray
+    known: np.ndarray
+    vertices: np.ndarray
+    scores: np.ndarray
+    seconds: float
+
+
+def _cost_model(engine, ranking, model: str, k: int, t: int, comm, kind: str, rate: float) -> Sample:
+    """Time this rank's sample batches, gather the timings, fit on rank 0, broadcast."""
     degree, ego_edges = engine.ego_sizes()
     batches = cm.sample_batches(ranking.candidates, degree, rate)
-    owner = cm.assign(batches, degree, ego_edges, comm.size)
+    owner = cm.assign(batches, model, degree, ego_edges, comm.size)
     mine = [b for b, r in zip(batches, owner) if r == comm.rank]
-    if mine:  # untimed: compile / load the kernels on a single small ego-network
+    if mine:  # untimed: the kernels' first launch, on one small ego-network
         engine.score(mine[-1][:1], model, k)
-    rows, vertices, scores = [], [], []
+    rows, scores = [], []
     for batch in mine:
         engine.synchronize()
         start = time.perf_counter()
-        got = engine.score(batch, model, k)
+        scores.append(engine.score(batch, model, k))
         engine.synchronize()
         rows.append(cm.timing_row(kind, model, batch, degree, ego_edges, time.perf_counter() - start))
-        vertices.append(batch)
-        scores.append(got)
-    vertices = np.concatenate(vertices) if vertices else np.zeros(0, np.int32)
+    vertices = np.concatenate(mine) if mine else np.zeros(0, np.int32)
     scores = np.concatenate(scores) if scores else np.zeros(0, np.int32)
     gathered = comm.allgather((rows, np.sort(scores)[-t:].astype(np.int64)))
     fitted = cm.fit(kind, model, [row for rank_rows, _ in gathered for row in rank_rows], rate) \
         if comm.is_root else None
-    fitted = comm.bcast(fitted)
-    known = np.concatenate([best for _, best in gathered])
-    sampled = np.concatenate(batches) if batches else np.zeros(0, np.int32)
-    return fitted, sampled, known, (vertices, scores), sum(row[0] for row in rows)
+    return Sample(comm.bcast(fitted), np.concatenate(batches) if batches else np.zeros(0, np.int32),
+                  np.concatenate([best for _, best in gathered]), vertices, scores, sum(row[0] for row in rows))
 
 
 def _pack(ranking, sampled: np.ndarray, fitted, engine, size: int):
@@ -134,14 +143,13 @@ def search(engine, ranking, model: str, k: int, t: int, comm, phases, policy: st
            chunk_seconds: float) -> Found:
     """This rank's part of the search (module docstring). ``comm``: a ``TimedComm`` over the ranks."""
     with phases.phase("cost_model"):
-        fitted, sampled, known, (sample_v, sample_s), sample_seconds = _cost_model(
-            engine, ranking, model, k, t, comm, phases, cost_kind, rate)
+        sample = _cost_model(engine, ranking, model, k, t, comm, cost_kind, rate)
     table = None
     if comm.is_root:
         with phases.phase("packing"):
-            lists, bounds, costs = _pack(ranking, sampled, fitted, engine, comm.size)
-            table = SearchTable(lists, bounds, costs, t, policy, chunk_seconds, known)
-    vertices, scores = [sample_v], [sample_s]
+            lists, bounds, costs = _pack(ranking, sample.sampled, sample.fitted, engine, comm.size)
+            table = SearchTable(lists, bounds, costs, t, policy, chunk_seconds, sample.known)
+    vertices, scores = [sample.vertices], [sample.scores]
     chunks, estimated, busy = 0, 0.0, 0.0
     with Service(comm.comm, table, worker_comm=comm) as service:
         report = None
@@ -158,12 +166,13 @@ def search(engine, ranking, model: str, k: int, t: int, comm, phases, policy: st
             service.finish()
     shared = None
     if comm.is_root:
-        shared = {"cost_model": fitted.to_dict(), "table": [r.to_dict() for r in table.table.records],
+        shared = {"cost_model": sample.fitted.to_dict(), "table": [r.to_dict() for r in table.table.records],
                   "service": {"requests": sum(r.chunks for r in table.table.records) + comm.size,
                               "handler_seconds": service.handler_seconds}}
     shared = comm.bcast(shared)
     vertices = np.concatenate(vertices)
-    record = {"scored": int(vertices.size), "sample_vertices": int(sample_v.size), "sample_seconds": sample_seconds,
+    record = {"scored": int(vertices.size), "sample_vertices": int(sample.vertices.size),
+              "sample_seconds": sample.seconds,
               "chunks": chunks, "estimated_cost": estimated, "busy_seconds": busy,
               "idle_seconds": phases.seconds.get("idle", 0.0),
               "service_messages": service.messages, "service_bytes": service.bytes}

@@ -196,7 +196,7 @@ def run_sds(graph, model: str, k: int, t: int, *, backend="auto", threads: int |
         "candidates": int(ranking.candidates.size),
         "must_score": int(np.count_nonzero(ranking.candidate_bound >= max(t_score, 1))),
         "degree_bound_candidates": int(np.count_nonzero(degree_bound(model, k, degree) >= max(t_score, 1))),
-        "batches": int(sum(r.get("chunks", r.get("batches", 0)) for r in everyone)),
+        "batches": int(sum(r["chunks"] for r in everyone)),
         "stop": stop,
         "seconds": time.perf_counter() - t_start,
         "seconds_by_phase": phases.seconds,
@@ -246,7 +246,8 @@ def _search_batches(engine: Engine, ranking, model: str, k: int, t: int, phases,
         pos, batches, count = end, batches + 1, count * 2
     vertices = np.concatenate(scored_v) if scored_v else np.zeros(0, np.int32)
     return Found(vertices, np.concatenate(scored_s) if scored_s else np.zeros(0, np.int32),
-                  {"scored": int(vertices.size), "batches": batches})
+                 {"scored": int(vertices.size), "chunks": batches,
+                  "busy_seconds": phases.seconds["egonets"] + phases.seconds["scoring"], "idle_seconds": 0.0})
 
 
 def finish(vertices: np.ndarray, scores: np.ndarray, t: int, n: int, candidates: int, comm=None):
