@@ -403,6 +403,10 @@ def _fmt(x, spec: str, missing: str = "-") -> str:
     return missing if x is None else format(x, spec)
 
 
+def _gpu_columns(counts: list[int]) -> str:
+    return " | ".join(f"{r} GPU{'s' if r > 1 else ''} s" for r in counts)
+
+
 def _times(recs: dict, counts: list[int]) -> list[str]:
     return [(_fmt(recs[str(r)].get("solve"), ".3f", recs[str(r)].get("skipped", "-")) if str(r) in recs else "")
             for r in counts]
@@ -438,7 +442,7 @@ def markdown(rep: dict) -> str:
             f"eps = {pr['eps']}, run seed {pr['seed']}",
             f"- timed: {rep['timed']['imm']}",
             "",
-            "| solver | model | greedy | theta | " + " | ".join(f"{r} GPU{'s' if r > 1 else ''} s" for r in counts)
+            "| solver | model | greedy | theta | " + _gpu_columns(counts)
             + f" | speedup ({counts[-1]} vs 1) | communication share | dense all-reduces / picks "
             "| payload bytes (rank 0) | identical |",
             "|---|---|---|---|" + "---|" * len(counts) + "---|---|---|---|---|",
@@ -484,7 +488,7 @@ def _sds_markdown(rep: dict, rows: list[dict], counts: list[int]) -> list[str]:
         "- one GPU: the one-rank search (batches in bound order); several: cost model, packing, chunks claimed from "
         "rank 0's table under the stealing policy",
         "",
-        "| model | stealing | " + " | ".join(f"{r} GPU{'s' if r > 1 else ''} s" for r in counts)
+        "| model | stealing | " + _gpu_columns(counts)
         + f" | speedup ({counts[-1]} vs 1) | communication share | idle (rank 0 / others) s | steals | scored | "
         "t-th score | identical |",
         "|---|---|" + "---|" * len(counts) + "---|---|---|---|---|---|---|",

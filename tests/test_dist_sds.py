@@ -196,8 +196,9 @@ def test_the_sample_is_keyed_stratified_and_covers_every_stratum():
     again = cost.sample_batches(cands[::-1].copy(), degree, 0.01)  # the order given does not matter
     assert [b.tolist() for b in again] == [b.tolist() for b in batches]
     assert max(b.size for b in cost.sample_batches(cands, degree, 0.5)) <= -(-150 // cost.BATCHES_PER_STRATUM)
-    owner = cost.assign(batches, "truss", degree, np.zeros_like(degree), 2)
+    owner = cost.spread(batches, "truss", degree, np.full_like(degree, 5), 2)
     assert sorted(set(owner.tolist())) == [0, 1]
+    assert cost.work("truss", [3, 4], [0, 10]).tolist() == [3, 4 + 10 * 3] and cost.work("core", [3], [10]) == [13]
 
 
 def test_the_fit_recovers_a_known_cost_and_stays_non_negative():

@@ -3,9 +3,10 @@
 Python objects travel pickled (``bcast``, ``allgather``, ``send``/``recv``); NumPy arrays travel as
 buffers, without pickling. ``recv`` waits by polling (a matched probe, then a sleep that grows from
 ``POLL_MIN`` to ``POLL_MAX`` seconds) instead of MPI's blocking receive, which spins: a rank that
-waits for its next piece of work leaves its core to the ranks that compute. A CuPy array is staged through the host (copied down, communicated, copied back up):
-correct anywhere, and the fallback where NCCL is absent; ``NCCLComm`` keeps device arrays on the
-device. mpi4py is imported here only, when a launcher started more than one rank.
+waits for its next piece of work leaves its core to the ranks that compute. A CuPy array is staged
+through the host (copied down, communicated, copied back up): correct anywhere, and the fallback
+where NCCL is absent; ``NCCLComm`` keeps device arrays on the device. mpi4py is imported here only,
+when a launcher started more than one rank.
 """
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ stratum floor(log2 d(v)); in a stratum of N vertices, the ceil(rate N) of smalle
 ``mix(0, Stream.SDS_SAMPLE, v)`` (a pure function of the vertex, so every rank draws the same
 sample), at least one per stratum, so the rare hubs are timed too. The paper samples 1 % (its
 Exp-1 finds 0.5 % and 1 % best). A stratum's sample is cut into up to ``BATCHES_PER_STRATUM``
-batches; ``assign`` spreads the batches over the ranks (``pack_greedy`` on integer sizes, |V| + |E|,
-or |V| + |E| floor(sqrt |E|) for truss: exact, so every rank computes the same assignment and each
-batch is scored by exactly one rank).
+batches; ``spread`` deals the batches to the ranks (``pack_greedy`` on integer sizes, ``work``:
+|V| + |E|, or |V| + |E| floor(sqrt |E|) for truss: exact, so every rank computes the same
+assignment and each batch is scored by exactly one rank).
 
 **Fit** (``fit``): each batch is built and scored on its rank, device waited for, and timed: one
 row (seconds, sum of x1, sum of x2). Least squares of the seconds on the sums plus an intercept (a
@@ -102,15 +102,18 @@ def sample_batches(candidates: np.ndarray, degree: np.ndarray, rate: float) -> l
     return batches
 
 
-def assign(batches: list[np.ndarray], model: str, degree: np.ndarray, ego_edges: np.ndarray, size: int) -> np.ndarray:
-    """The rank of each batch: list scheduling on integer sizes (module docstring; exact in float64,
-    so every rank computes the same assignment)."""
-    sizes = []
-    for b in batches:
-        d = np.asarray(degree)[b].astype(np.int64)
-        e = np.asarray(ego_edges)[b].astype(np.int64)
-        work = e * np.floor(np.sqrt(e)).astype(np.int64) if model == "truss" else e
-        sizes.append(float(int(d.sum()) + int(work.sum())))
+def work(model: str, degree, ego_edges) -> np.ndarray:
+    """An integer stand-in for c(v) that every rank computes exactly alike: |V| + |E|, or
+    |V| + |E| floor(sqrt |E|) for truss (int64)."""
+    d = np.asarray(degree).astype(np.int64)
+    e = np.asarray(ego_edges).astype(np.int64)
+    return d + (e * np.floor(np.sqrt(e)).astype(np.int64) if model == "truss" else e)
+
+
+def spread(items: list[np.ndarray], model: str, degree, ego_edges, size: int) -> np.ndarray:
+    """The rank of each group of vertices: list scheduling on their summed ``work`` (exact in
+    float64 below 2^53, so every rank computes the same assignment without communicating)."""
+    sizes = [float(int(work(model, np.asarray(degree)[b], np.asarray(ego_edges)[b]).sum())) for b in items]
     return pack_greedy(np.asarray(sizes, dtype=np.float64), size)[0]
 
 

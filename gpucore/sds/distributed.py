@@ -108,7 +108,7 @@ def _cost_model(engine, ranking, model: str, k: int, t: int, comm, kind: str, ra
     """Time this rank's sample batches, gather the timings, fit on rank 0, broadcast."""
     degree, ego_edges = engine.ego_sizes()
     batches = cm.sample_batches(ranking.candidates, degree, rate)
-    owner = cm.assign(batches, model, degree, ego_edges, comm.size)
+    owner = cm.spread(batches, model, degree, ego_edges, comm.size)
     mine = [b for b, r in zip(batches, owner) if r == comm.rank]
     if mine:  # untimed: the kernels' first launch, on one small ego-network
         engine.score(mine[-1][:1], model, k)

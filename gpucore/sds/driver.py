@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from gpucore.backend import available_ram, get_backend, set_cpu_threads
-from gpucore.dist import current, pack_greedy, same_everywhere
+from gpucore.dist import current, same_everywhere
 from gpucore.dist.stealing import check_policy
 from gpucore.dist.timed import COMMUNICATION, NestedPhases, TimedComm
 from gpucore.errors import GpucoreError
@@ -276,13 +276,12 @@ def finish(vertices: np.ndarray, scores: np.ndarray, t: int, n: int, candidates:
 
 def answer_contexts(engine: Engine, top_v: np.ndarray, top_s: np.ndarray, model: str, k: int, comm=None) -> dict:
     """{vertex: contexts} of the answers with a positive score, their ego-networks scored again;
-    over ranks each scores a share (list scheduling on |V| + |E|, the same on every rank) and
-    the shares are gathered."""
+    over ranks each scores a share (``cost.spread`` of the answers one by one: the same on every
+    rank) and the shares are gathered."""
     positive = top_v[top_s > 0]
     want = top_s[top_s > 0]
     if comm is not None and positive.size:
-        d, e = engine.ego_sizes()
-        owner = pack_greedy((d[positive] + e[positive]).astype(np.float64), comm.size)[0]
+        owner = cm.spread([positive[i:i + 1] for i in range(positive.size)], model, *engine.ego_sizes(), comm.size)
         positive, want = positive[owner == comm.rank], want[owner == comm.rank]
     found = {}
     if positive.size:

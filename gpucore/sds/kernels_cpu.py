@@ -2,8 +2,8 @@
 twins: same inputs, same outputs; ``gpucore/kernels/sds/*.cu``).
 
 Global: ``edge_supports`` (sup of every slot of the simple CSR: |N(u) & N(v)| by sorted-list
-intersection, computed for u < v and written to both slots; over ranks, each its tiles of slots), ``ego_counts`` (per vertex: members above a
-threshold, |E(G_v)|). Per batch: ``gather_rows`` -> (host prefix sums) -> ``fill_rows`` (the
+intersection, computed for u < v and written to both slots; over ranks, each its tiles of slots),
+``ego_counts`` (per vertex: members above a threshold, |E(G_v)|). Per batch: ``gather_rows`` -> (host prefix sums) -> ``fill_rows`` (the
 ego CSR: sorted local lists) -> for truss (prefix sums) ``edge_ids`` -> the heavy steps in
 parallel over all rows or edges of the batch (``edge_supports_batch`` for truss, the H-index
 rounds of ``coreness_batch`` for core), so one huge ego-network does not keep a single core busy

@@ -18,9 +18,9 @@ returns is on the host. Calls, in order:
 - ``labels_loaded()`` -> context label per flat row (``layout`` docstring);
 - ``score(vertices, model, k, contexts=False, phases=None)``: any list of vertices, packed into
   batches that fit the arena budget: scores (and contexts as lists of original ids); with
-  ``phases`` (``gpucore.timing.Phases``) the builds are timed as ``egonets``, the scoring as ``scoring``. Scores depend only on
-  (graph, vertex, model, k), so any split of the vertices over batches, engines or GPUs gives the
-  same pairs.
+  ``phases`` (``gpucore.timing.Phases``) the builds are timed as ``egonets``, the scoring as
+  ``scoring``. Scores depend only on (graph, vertex, model, k), so any split of the vertices over
+  batches, engines or GPUs gives the same pairs.
 
 A backend implements ``_supports(part, parts)``, ``_counts``, ``_build``, ``_score`` and ``_host``
 over its array module ``xp`` (NumPy + Numba kernels, or CuPy + CUDA kernels).
