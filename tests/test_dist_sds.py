@@ -11,7 +11,8 @@ Real ranks (``mpiexec -n 1/2/3`` on the CPU, MPICH from the ``test`` extra; skip
 where mpiexec or mpi4py is missing): this file is also the rank program (``_CASES`` at the bottom).
 Every rank count runs the three models under the three policies on small graphs, with chunks of one
 vertex (many claims, many steals) and with the default chunks; the top t with scores and contexts,
-the t-th score and its ties must equal the one-process answer. On a graph built so that static
+the t-th score and its ties must equal the one-process answer; so must the CUDA engine's code on
+two ranks, its kernels run by the emulator. On a graph built so that static
 packing by count gives one rank all the heavy ego-networks, ``none`` leaves the other rank idle and
 ``dynamic`` steals and evens out the busy seconds.
 """
@@ -345,6 +346,16 @@ def test_the_solves_cover_what_they_must(reference, ranked):
 
 
 @needs_mpi
+def test_the_cuda_engine_over_two_ranks_in_the_emulator(reference):
+    """The CUDA backend's code (supports of a share of the tiles, all-reduced; chunks scored by the
+    kernels in the emulator) over two ranks gives the one-process answer."""
+    out = case(2, "emulated", script=__file__, timeout=600)
+    for model in MODELS:
+        assert out[model]["answer"] == reference[f"plc/{model}"], model
+        assert out[model]["stealing"] == "dynamic" and sum(out[model]["record"]["chunks"]) > 2
+
+
+@needs_mpi
 def test_dynamic_stealing_evens_out_a_skewed_packing():
     """Static packing by count gives rank 0 every heavy ego-network (K_160, 12,720 edges) and rank 1
     every light one (40 disjoint K_4): without stealing rank 1 waits; with dynamic stealing it
@@ -451,6 +462,15 @@ def _solves(comm) -> dict:
     return {"ranks": comm.size, "solves": out}
 
 
+def _emulated(comm) -> dict:
+    from gpucore.sds import run_sds, simple_graph
+    from gpucore.sds.emulated import emulated_engine
+
+    g = graphs()["plc"]
+    return {model: _summary(run_sds(g, model, 3, 10, engine=emulated_engine(simple_graph(g)), comm=comm,
+                                    chunk_seconds=1e-9)) for model in MODELS}
+
+
 def _skew(comm) -> dict:
     from gpucore.dist import SingleComm
     from gpucore.sds import run_sds
@@ -491,7 +511,7 @@ def _mismatch(comm):
     return {"messages": comm.allgather("no error")}
 
 
-_CASES = {"solves": _solves, "skew": _skew, "mismatch": _mismatch}
+_CASES = {"solves": _solves, "emulated": _emulated, "skew": _skew, "mismatch": _mismatch}
 
 if __name__ == "__main__":
     rank_main(_CASES)
