@@ -65,11 +65,15 @@ def features(kind: str, degree: np.ndarray, ego_edges: np.ndarray) -> tuple[tupl
     return ("|V|", "|E|"), np.stack([d, e], axis=1)
 
 
+_SAMPLE = np.uint64(int(Stream.SDS_SAMPLE))
+
+
 @njit(cache=True)
 def _keys(vertices):
+    """mix(0, SDS_SAMPLE, v) of every vertex."""
     out = np.empty(vertices.shape[0], dtype=np.uint64)
     for i in range(vertices.shape[0]):
-        out[i] = mix3(np.uint64(0), np.uint64(Stream.SDS_SAMPLE), np.uint64(vertices[i]))
+        out[i] = mix3(np.uint64(0), _SAMPLE, np.uint64(vertices[i]))
     return out
 
 
