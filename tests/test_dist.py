@@ -159,11 +159,36 @@ def test_single_comm_collectives_are_the_identity_without_aliasing():
     comm.barrier()
 
 
+def test_single_comm_point_to_point_queues_copies_by_tag():
+    import threading
+
+    comm = SingleComm()
+    payload = {"v": np.arange(3)}
+    assert comm.iprobe() is None
+    nbytes = comm.send(payload, 0, tag=5)
+    payload["v"][0] = 99  # the message is a copy taken at send time
+    comm.send("second", 0, tag=4)
+    assert nbytes > 0 and comm.iprobe() == (0, 5) and comm.iprobe(0, 4) == (0, 4) and comm.iprobe(tag=6) is None
+    got = comm.recv(tag=4)  # by tag, out of order
+    assert (got.obj, got.source, got.tag) == ("second", 0, 4) and got.nbytes > 0
+    got = comm.recv()
+    assert got.tag == 5 and got.nbytes == nbytes and got.obj["v"].tolist() == [0, 1, 2]
+    assert comm.iprobe() is None and comm.thread_level == "multiple"
+    later = threading.Timer(0.05, lambda: comm.send("from a thread", 0, tag=1))
+    later.start()
+    assert comm.recv(0, 1).obj == "from a thread"  # recv waits for another thread's send
+    later.join()
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda c: c.allreduce(np.zeros(2), "min"), "reduction op 'min'"),
     (lambda c: c.reduce(np.zeros(2, dtype=bool)), "cannot be reduced"),
     (lambda c: c.bcast(1, root=1), "root rank 1 outside the world of 1"),
     (lambda c: c.bcast_array(None), "the root passed no array"),
+    (lambda c: c.send(1, 1), "destination rank 1 outside the world of 1"),
+    (lambda c: c.send(1, 0, tag=-1), "message tag -1 outside"),
+    (lambda c: c.iprobe(source=2), "source rank 2 outside"),
+    (lambda c: c.recv(tag=40000), "message tag 40000 outside"),
 ])
 def test_single_comm_refuses_what_mpi_would(call, message):
     with pytest.raises(GpucoreError, match=message):

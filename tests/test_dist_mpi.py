@@ -216,8 +216,54 @@ def _collectives(comm) -> dict:
             assert what in str(exc), exc
         else:
             assert n == 1 and bad.ndim == 2, "no error raised"
+    _point_to_point(comm)
     comm.barrier()
     return {"kind": comm.kind, "size": n, "ok": True}
+
+
+def _point_to_point(comm) -> None:
+    """A ring of messages, two tags received out of order, a probe, a thread that serves."""
+    import threading
+
+    from gpucore.errors import GpucoreError
+
+    r, n = comm.rank, comm.size
+    nxt, prev = (r + 1) % n, (r - 1) % n
+    if n == 1:
+        return
+    assert comm.thread_level in ("serialized", "multiple")
+    sent = comm.send({"from": r, "array": np.full(3, r)}, nxt, tag=3)
+    comm.send(f"late {r}", nxt, tag=9)
+    deadline = time.time() + 30
+    while (probe := comm.iprobe(prev, 9)) is None:
+        assert time.time() < deadline, "the message never showed"
+    assert probe == (prev, 9)
+    got = comm.recv(tag=9)  # the later message first, by tag
+    assert (got.obj, got.source, got.tag) == (f"late {prev}", prev, 9)
+    got = comm.recv(prev, 3)
+    assert got.obj["from"] == prev and got.obj["array"].tolist() == [prev] * 3 and got.nbytes == sent
+    assert comm.iprobe() is None
+    for bad in (lambda: comm.send(1, n), lambda: comm.send(1, 0, tag=2**20)):
+        try:
+            bad()
+        except GpucoreError:
+            pass
+        else:
+            raise AssertionError("no error raised")
+    comm.barrier()
+    # rank 0 answers every other rank from a thread while its main thread waits in a collective-free loop
+    if r == 0:
+        def serve():
+            for _ in range(n - 1):
+                got = comm.recv(tag=11)
+                comm.send(got.obj * 2, got.source, tag=12)
+
+        thread = threading.Thread(target=serve)
+        thread.start()
+        thread.join()
+    else:
+        comm.send(r, 0, tag=11)
+        assert comm.recv(0, 12).obj == 2 * r
 
 
 def _cover(comm) -> dict:

@@ -18,6 +18,18 @@ ends them all instead: ``gpucore.dist.failure``). Arrays are NumPy or CuPy; a re
   lengths along axis 0 may differ; the other axes and the dtype may not)
 - ``abort(code)``: end every rank of the world now with exit status ``code`` (never returns)
 
+Point-to-point (not collective: between two ranks, any order; for a rank that serves requests
+while the others work, as the work-stealing table of ``gpucore.dist.service``):
+
+- ``send(obj, dest, tag=0) -> int``: a picklable object to rank ``dest``; returns its pickled size in
+  bytes. It may block until ``dest`` receives it (large messages), so a rank never sends to itself
+  under MPI (``SingleComm`` queues it)
+- ``recv(source=None, tag=None) -> Received``: the oldest message from ``source`` with ``tag`` (None:
+  any), waited for: ``Received(obj, source, tag, nbytes)``
+- ``iprobe(source=None, tag=None)``: ``(source, tag)`` of a message waiting to be received, else None
+- ``thread_level``: "single", "funneled", "serialized" or "multiple": what MPI lets threads do
+  (a serving thread needs "serialized" at least: two threads never in MPI at once)
+
 Sums over ranks are exact for integers; for floating point, the order of the additions depends on
 the number of ranks, so quantities that must not depend on it (the counts of the solvers) are
 reduced as integers.
@@ -26,7 +38,10 @@ reduced as integers.
 from __future__ import annotations
 
 import os
+import pickle
 import sys
+import threading
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,6 +49,17 @@ from gpucore.errors import GpucoreError
 
 #: reduction operations every implementation supports
 OPS = ("sum", "max")
+#: MPI's thread support levels, weakest first
+THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+
+
+class Received(NamedTuple):
+    """A point-to-point message: the object, who sent it, its tag, its pickled size in bytes."""
+
+    obj: object
+    source: int
+    tag: int
+    nbytes: int
 
 
 def check_op(op: str) -> str:
@@ -88,11 +114,55 @@ class Communicator:
     def abort(self, code: int = 1):
         raise NotImplementedError
 
+    thread_level = "single"
+
+    def send(self, obj, dest: int, tag: int = 0) -> int:
+        raise NotImplementedError
+
+    def recv(self, source: int | None = None, tag: int | None = None) -> Received:
+        raise NotImplementedError
+
+    def iprobe(self, source: int | None = None, tag: int | None = None) -> tuple[int, int] | None:
+        raise NotImplementedError
+
 
 class SingleComm(Communicator):
-    """One process, no MPI: every collective is the identity (a copy, so results never alias)."""
+    """One process, no MPI: every collective is the identity (a copy, so results never alias);
+    point-to-point messages go to the process itself, queued (pickled, so a sent object is a copy),
+    and ``recv`` waits for another thread to send when none is queued."""
 
     kind = "single"
+    thread_level = "multiple"
+
+    def __init__(self):
+        self._queue: list[tuple[int, bytes]] = []
+        self._arrived = threading.Condition()
+
+    def send(self, obj, dest: int, tag: int = 0) -> int:
+        check_root(dest, 1, "destination rank")
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._arrived:
+            self._queue.append((check_tag(tag), data))
+            self._arrived.notify_all()
+        return len(data)
+
+    def _match(self, source, tag) -> int | None:
+        if source is not None:
+            check_root(source, 1, "source rank")
+        tag = None if tag is None else check_tag(tag)
+        return next((i for i, (t, _data) in enumerate(self._queue) if tag is None or t == tag), None)
+
+    def recv(self, source: int | None = None, tag: int | None = None) -> Received:
+        with self._arrived:
+            while (i := self._match(source, tag)) is None:
+                self._arrived.wait()
+            t, data = self._queue.pop(i)
+        return Received(pickle.loads(data), 0, t, len(data))
+
+    def iprobe(self, source: int | None = None, tag: int | None = None) -> tuple[int, int] | None:
+        with self._arrived:
+            i = self._match(source, tag)
+            return None if i is None else (0, self._queue[i][0])
 
     def barrier(self) -> None:
         pass
@@ -130,9 +200,16 @@ class SingleComm(Communicator):
         os._exit(int(code))
 
 
-def check_root(root: int, size: int) -> None:
-    if not 0 <= int(root) < size:
-        raise GpucoreError(f"root rank {root} outside the world of {size} rank(s)")
+def check_root(root: int, size: int, what: str = "root rank") -> None:
+    if isinstance(root, bool) or not 0 <= int(root) < size:
+        raise GpucoreError(f"{what} {root} outside the world of {size} rank(s)")
+
+
+def check_tag(tag: int) -> int:
+    """Message tags are integers in [0, 32767] (the least upper bound MPI guarantees)."""
+    if isinstance(tag, bool) or not 0 <= int(tag) <= 32767:
+        raise GpucoreError(f"message tag {tag!r} outside [0, 32767]")
+    return int(tag)
 
 
 def as_host(array) -> np.ndarray:

@@ -1,20 +1,39 @@
 """The communicator over MPI ranks (mpi4py), for host data.
 
-Python objects travel pickled (``bcast``, ``allgather``); NumPy arrays travel as buffers, without
-pickling. A CuPy array is staged through the host (copied down, communicated, copied back up):
-correct anywhere, and the fallback where NCCL is absent; ``NCCLComm`` keeps device arrays on the
-device. mpi4py is imported here only, when a launcher started more than one rank.
+Python objects travel pickled (``bcast``, ``allgather``, ``send``/``recv``); NumPy arrays travel as
+buffers, without pickling. ``recv`` waits by polling (a matched probe, then a sleep that grows from
+``POLL_MIN`` to ``POLL_MAX`` seconds) instead of MPI's blocking receive, which spins: a rank that
+waits for its next piece of work leaves its core to the ranks that compute. A CuPy array is staged
+through the host (copied down, communicated, copied back up): correct anywhere, and the fallback
+where NCCL is absent; ``NCCLComm`` keeps device arrays on the device. mpi4py is imported here only,
+when a launcher started more than one rank.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import sys
+import time
 
 import numpy as np
 
-from gpucore.dist.comm import Communicator, as_host, check_numeric, check_op, check_root, is_device_array
+from gpucore.dist.comm import (
+    THREAD_LEVELS,
+    Communicator,
+    Received,
+    as_host,
+    check_numeric,
+    check_op,
+    check_root,
+    check_tag,
+    is_device_array,
+)
 from gpucore.errors import GpucoreError
+
+#: first and longest sleep (seconds) between two probes of a waiting ``recv``
+POLL_MIN = 20e-6
+POLL_MAX = 500e-6
 
 
 def _mpi():
@@ -44,6 +63,8 @@ class MPIComm(Communicator):
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         self._ops = {"sum": MPI.SUM, "max": MPI.MAX}
+        levels = (MPI.THREAD_SINGLE, MPI.THREAD_FUNNELED, MPI.THREAD_SERIALIZED, MPI.THREAD_MULTIPLE)
+        self.thread_level = THREAD_LEVELS[levels.index(MPI.Query_thread())]
 
     def node_rank(self) -> int:
         """This rank's index among the ranks of its node (MPI's shared-memory split; collective)."""
@@ -140,6 +161,39 @@ class MPIComm(Communicator):
         recv = np.empty((sum(lengths),) + send.shape[1:], dtype=send.dtype)
         self.comm.Allgatherv(send, [recv, [n * row for n in lengths]])
         return _to_kind(recv, array)
+
+    # ---- point to point
+
+    def _envelope(self, source, tag) -> tuple[int, int]:
+        MPI = self._MPI
+        if source is not None:
+            check_root(source, self.size, "source rank")
+        return (MPI.ANY_SOURCE if source is None else int(source),
+                MPI.ANY_TAG if tag is None else check_tag(tag))
+
+    def send(self, obj, dest: int, tag: int = 0) -> int:
+        check_root(dest, self.size, "destination rank")
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        self.comm.Send([data, self._MPI.BYTE], dest=int(dest), tag=check_tag(tag))
+        return len(data)
+
+    def iprobe(self, source: int | None = None, tag: int | None = None) -> tuple[int, int] | None:
+        status = self._MPI.Status()
+        if not self.comm.Iprobe(*self._envelope(source, tag), status=status):
+            return None
+        return status.Get_source(), status.Get_tag()
+
+    def recv(self, source: int | None = None, tag: int | None = None) -> Received:
+        """A matched probe (``Improbe``: no other thread can take the message in between), polled."""
+        source, tag = self._envelope(source, tag)
+        status = self._MPI.Status()
+        delay = POLL_MIN
+        while (message := self.comm.Improbe(source, tag, status)) is None:
+            time.sleep(delay)
+            delay = min(2 * delay, POLL_MAX)
+        data = bytearray(status.Get_count(self._MPI.BYTE))
+        message.Recv([data, self._MPI.BYTE])
+        return Received(pickle.loads(data), status.Get_source(), status.Get_tag(), len(data))
 
     def abort(self, code: int = 1):
         sys.stdout.flush()

@@ -4,7 +4,9 @@
 collective inside ``phases.phase("communication")``; ``calls`` and ``bytes`` count the collectives
 and the bytes of the arrays each rank passed in (its payload; what crosses the wire depends on the
 algorithm: a ring all-reduce moves about 2 (p - 1) / p times the payload per rank). Python objects
-(``bcast``, ``allgather``) are counted as calls, not bytes.
+(``bcast``, ``allgather``) are counted as calls, not bytes. Point-to-point messages (``send``,
+``recv``) count in ``messages`` and in ``bytes`` with their pickled size, sent or received; a
+``recv`` is timed while it waits, an ``iprobe`` is not timed.
 
 A collective is called from inside another phase (the greedy's all-reduce inside the selection),
 so its seconds must not be counted twice: ``NestedPhases`` is a ``gpucore.timing.Phases`` whose
@@ -60,8 +62,10 @@ class TimedComm(Communicator):
         self.comm = comm
         self.phases = phases
         self.kind, self.rank, self.size = comm.kind, comm.rank, comm.size
+        self.thread_level = comm.thread_level
         self.calls = 0
         self.bytes = 0
+        self.messages = 0
 
     @contextmanager
     def _timed(self, array=None) -> Iterator[None]:
@@ -97,6 +101,23 @@ class TimedComm(Communicator):
     def allgather_array(self, array):
         with self._timed(array):
             return self.comm.allgather_array(array)
+
+    def send(self, obj, dest: int, tag: int = 0) -> int:
+        with self.phases.phase(COMMUNICATION):
+            nbytes = self.comm.send(obj, dest, tag)
+        self.messages += 1
+        self.bytes += nbytes
+        return nbytes
+
+    def recv(self, source: int | None = None, tag: int | None = None):
+        with self.phases.phase(COMMUNICATION):
+            got = self.comm.recv(source, tag)
+        self.messages += 1
+        self.bytes += got.nbytes
+        return got
+
+    def iprobe(self, source: int | None = None, tag: int | None = None):
+        return self.comm.iprobe(source, tag)
 
     def abort(self, code: int = 1):
         self.comm.abort(code)

@@ -38,3 +38,5 @@ class Stream(IntEnum):
     SKETCH_REGISTER = 42
     #: DiFuseR's keyed coin of arc e in world r (keyed sampling): mix(seed, SKETCH_COIN, r, e) >> 33
     SKETCH_COIN = 43
+    #: the cost-model sample of multi-GPU structural diversity search: mix(0, SDS_SAMPLE, vertex)
+    SDS_SAMPLE = 21

@@ -17,12 +17,15 @@ Structure (the layout of ``gpucore.amcss``: math / data layout / backend contrac
 - ``layout``      the batch arena (ego CSRs side by side), its bytes, packing, context decoding.
 - ``primitives``  ``Engine``: the contract a backend implements (supports, ego sizes, bounds, build,
                   score, labels; ``score(vertices, ...)`` scores any list of vertices).
-- ``driver``      Algorithm 1: bounds, batches until the t-th score beats the next bound, contexts.
+- ``driver``      Algorithm 1: bounds, batches until the t-th score beats the next bound, contexts;
+                  over several ranks (``comm``), the supports split and the ranks' pairs merged.
+- ``cost``        the multi-GPU cost model: keyed sample by degree stratum, timed, least-squares fit.
+- ``distributed`` the search over ranks: cost model, packing in bound order, chunks claimed from
+                  rank 0's work-stealing table (``gpucore.dist.WorkTable`` / ``Service``).
 - ``cpu`` / ``kernels_cpu``  NumPy + Numba; ``cuda`` (kernels ``gpucore/kernels/sds``); ``emulated``.
 
-For the multi-GPU driver (issue 17): ``Engine.ego_sizes()`` gives (|V(G_v)|, |E(G_v)|) per vertex
-for the cost model, ``Engine.score(vertices, model, k)`` scores any list of vertices on one device,
-and ``ranking.merge_top`` merges the pairs of several devices into the same answer.
+Over several GPUs (``mpiexec -n N``, ``docs/multigpu.md``) every rank calls ``run_sds`` with the
+same arguments and gets the one-rank answer, whatever the rank count and the stealing policy.
 """
 
 from gpucore.sds.driver import make_engine, run_sds, validate

@@ -34,11 +34,11 @@ class CpuEngine(Engine):
         self.arena: dict[str, np.ndarray] = {}
         self._scores = None
 
-    def _supports(self) -> None:
-        self.sup = np.empty(self.adj.shape[0], dtype=np.int32)
+    def _supports(self, part: int = 0, parts: int = 1) -> None:
+        self.sup = np.zeros(self.adj.shape[0], dtype=np.int32)
         errors = np.zeros(1, dtype=np.int32)
         with numba.parallel_chunksize(CHUNK):
-            K.edge_supports(self.indptr, self.adj, self.sup, errors)
+            K.edge_supports(self.indptr, self.adj, int(part), int(parts), self.sup, errors)
         if errors[0]:
             raise GpucoreError("sds: an edge (u, v) has no slot (v, u): the graph's CSR is not symmetric")
 

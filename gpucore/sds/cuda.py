@@ -85,13 +85,13 @@ class CudaEngine(Engine):
                 raise GpucoreError(f"sds on the GPU: {what}")
 
     # ---- global steps ------------------------------------------------------------------------
-    def _supports(self) -> None:
+    def _supports(self, part: int = 0, parts: int = 1) -> None:
         slots = int(self.adj.shape[0])
         self.sup = self.backend.zeros(max(slots, 1), np.int32, what="edge supports")
         if slots:
-            self._kernel("sds_graph", "sds_supports")(*self._grid(-(-slots // 32), True),
-                                                      (self.indptr, self.adj, _i64(self.n), _i64(slots), self.sup,
-                                                       self.errors))
+            self._kernel("sds_graph", "sds_supports")(*self._grid(-(-slots // (32 * parts)), True),
+                                                      (self.indptr, self.adj, _i64(self.n), _i64(slots), _i64(part),
+                                                       _i64(parts), self.sup, self.errors))
             self._check_errors()
 
     def _counts(self, threshold: int):

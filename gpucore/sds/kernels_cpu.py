@@ -2,8 +2,8 @@
 twins: same inputs, same outputs; ``gpucore/kernels/sds/*.cu``).
 
 Global: ``edge_supports`` (sup of every slot of the simple CSR: |N(u) & N(v)| by sorted-list
-intersection, computed for u < v and mirrored), ``ego_counts`` (per vertex: members above a
-threshold, |E(G_v)|). Per batch: ``gather_rows`` -> (host prefix sums) -> ``fill_rows`` (the
+intersection, computed for u < v and written to both slots; over ranks, each its tiles of slots),
+``ego_counts`` (per vertex: members above a threshold, |E(G_v)|). Per batch: ``gather_rows`` -> (host prefix sums) -> ``fill_rows`` (the
 ego CSR: sorted local lists) -> for truss (prefix sums) ``edge_ids`` -> the heavy steps in
 parallel over all rows or edges of the batch (``edge_supports_batch`` for truss, the H-index
 rounds of ``coreness_batch`` for core), so one huge ego-network does not keep a single core busy
@@ -14,6 +14,9 @@ the smaller root as the representative (comp, and the final components of every 
 H-index iteration to coreness updated in place (core; Sarıyüce et al.'s local algorithm), and
 level peeling with one queue (truss: the GPU's PKT sub-rounds with one edge per sub-round). The
 results are unique (components, coreness, the k-truss), so both backends agree exactly.
+
+The parallel kernels release the GIL (``nogil``): over several ranks, rank 0's serving thread
+(``gpucore.dist.service``) answers the other ranks while its own rank computes.
 """
 
 from __future__ import annotations
@@ -73,29 +76,38 @@ def intersect_count(a, a0, a1, b0, b1):
 
 
 # ---- global: supports and per-vertex counts ------------------------------------------------------
-@njit(parallel=True, cache=True)
-def edge_supports(indptr, adj, sup, errors):
-    """sup[s] = |N(u) & N(v)| for every slot s = (u, v); computed where u < v, then mirrored
-    (errors[0] = 1 when a slot has no mirror: the CSR is not symmetric)."""
+#: slots per tile of the support computation (a warp's 32 slots in sds_graph.cu)
+SUPPORT_TILE = 32
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def edge_supports(indptr, adj, part, parts, sup, errors):
+    """sup[s] = |N(u) & N(v)| for the slots s = (u, v), u < v, of the tiles t = part (mod parts) of
+    ``SUPPORT_TILE`` consecutive slots, written to s and to its mirror (v, u); ``sup`` starts zeroed,
+    so the sum over the parts is every slot's support (one part: all of them). errors[0] = 1 when
+    a slot of these tiles has no mirror: the CSR is not symmetric."""
     n = indptr.shape[0] - 1
-    for u in prange(n):
-        a0, a1 = indptr[u], indptr[u + 1]
-        for s in range(a0, a1):
+    slots = indptr[n]
+    tiles = (slots + SUPPORT_TILE - 1) // SUPPORT_TILE
+    mine = (tiles - part + parts - 1) // parts if tiles > part else 0
+    for i in prange(mine):
+        s0 = (i * parts + part) * SUPPORT_TILE
+        s1 = min(s0 + SUPPORT_TILE, slots)
+        u = np.searchsorted(indptr, s0, side="right") - 1
+        for s in range(s0, s1):
+            while indptr[u + 1] <= s:
+                u += 1
             v = adj[s]
-            if v > u:
-                sup[s] = intersect_count(adj, a0, a1, indptr[v], indptr[v + 1])
-    for u in prange(n):
-        for s in range(indptr[u], indptr[u + 1]):
-            v = adj[s]
-            if v < u:
-                p = lower_bound(adj, indptr[v], indptr[v + 1], u)
-                if p < indptr[v + 1] and adj[p] == u:
-                    sup[s] = sup[p]
-                else:
-                    errors[0] = 1
+            p = lower_bound(adj, indptr[v], indptr[v + 1], u)
+            if p >= indptr[v + 1] or adj[p] != u:
+                errors[0] = 1
+            elif v > u:
+                c = intersect_count(adj, indptr[u], indptr[u + 1], indptr[v], indptr[v + 1])
+                sup[s] = c
+                sup[p] = c
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def ego_counts(indptr, sup, threshold, count, edges):
     """count[v] = #{slots of v with sup >= threshold}; edges[v] = |E(G_v)| = sum of sup / 2."""
     n = indptr.shape[0] - 1
@@ -112,7 +124,7 @@ def ego_counts(indptr, sup, threshold, count, edges):
 
 
 # ---- per batch: the ego CSR build -----------------------------------------------------------------
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def gather_rows(indptr, sup, vertices, row_base, row_deg, row_owner):
     """Ego degrees of every local vertex (the supports of v's slots) and the owner of every row."""
     for b in prange(vertices.shape[0]):
@@ -140,7 +152,7 @@ def _gallop_into(adj, s0, s1, t0, t1, v0, search_is_v, nbr, pos):
     return pos
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def fill_rows(indptr, adj, vertices, row_base, row_owner, row_start, row_deg, nbr, row_lower, errors):
     """Row r (local vertex i of ego b, global u): the local ids of N(u) & N(v_b), ascending, and
     how many are < i (merge, or galloping searches when one list is much longer)."""
@@ -180,7 +192,7 @@ def fill_rows(indptr, adj, vertices, row_base, row_owner, row_start, row_deg, nb
             errors[0] = 1
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def edge_ids(row_owner, row_base, edge_base, row_start, row_deg, row_lower, row_edge, nbr, eid, el_i, el_j):
     """Local edge ids of every slot, and the endpoints of every edge (layout docstring)."""
     for r in prange(row_owner.shape[0]):
@@ -224,7 +236,7 @@ def _union(parent, a, b):
         parent[a] = b
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def edge_supports_batch(row_base, edge_base, row_start, row_deg, nbr, el_i, el_j, sup):
     """Support (common neighbours inside its ego-network) of every edge of the batch, parallel over edges."""
     for f in prange(edge_base[-1]):
@@ -253,7 +265,7 @@ def _hindex(c, r0, r, row_start, row_deg, nbr, hist):
     return h
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def coreness_batch(row_base, row_owner, row_start, row_deg, nbr, c, chunks):
     """c[r] = coreness of every local vertex of the batch: the H-index iteration from the degrees,
     rounds over the rows of the ego-networks that changed in the last round (parallel over rows,
@@ -398,7 +410,7 @@ def _score_ego(model, k, stop_level, b, row_base, edge_base, row_start, row_deg,
     return score
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def score_batch(model, k, stop_level, row_base, edge_base, row_start, row_deg, nbr, eid, el_i, el_j, sup, state,
                 queue, parent, aux, score):
     """score[b] for every ego-network of the batch (largest first), in parallel over ego-networks.

@@ -5,26 +5,31 @@ An ``Engine`` serves one simple graph (``gpucore.sds.simple``) on one device. It
 the edge supports, the batch arena of ``gpucore.sds.layout``) live on that device; everything it
 returns is on the host. Calls, in order:
 
-- ``prepare()``: the edge supports sup(v, u) = |N(u) & N(v)| (the triangle listing every
-  ego-network is built from), once;
+- ``prepare(comm=None)``: the edge supports sup(v, u) = |N(u) & N(v)| (the triangle listing every
+  ego-network is built from), once; over the ranks of ``comm`` each computes the pairs of its
+  tiles of slots (``_supports(part, parts)``: tile t of 32 slots goes to rank t mod ranks) and an
+  all-reduce (NCCL between GPUs) sums them: every rank then holds every support, as the paper
+  splits its triangle listing over the GPUs (spec section 2.2);
 - ``ego_sizes()`` -> (|V(G_v)|, |E(G_v)|) per vertex: the cost model's inputs (spec section 2.8);
 - ``rank(model, k, kind)`` -> ``Ranking``: bounds (``gpucore.sds.bounds``) and the vertices with a
   positive bound in search order (``gpucore.sds.ranking.candidate_order``);
 - ``load(batch, model)``: build the ego CSRs of a ``layout.Batch`` in the arena;
 - ``score_loaded(model, k)`` -> score per ego-network of the loaded batch;
 - ``labels_loaded()`` -> context label per flat row (``layout`` docstring);
-- ``score(vertices, model, k, contexts=False)``: any list of vertices, packed into batches that fit
-  the arena budget: scores (and contexts as lists of original ids). Scores depend only on
-  (graph, vertex, model, k), so any split of the vertices over batches, engines or GPUs gives the
-  same pairs.
+- ``score(vertices, model, k, contexts=False, phases=None)``: any list of vertices, packed into
+  batches that fit the arena budget: scores (and contexts as lists of original ids); with
+  ``phases`` (``gpucore.timing.Phases``) the builds are timed as ``egonets``, the scoring as
+  ``scoring``. Scores depend only on (graph, vertex, model, k), so any split of the vertices over
+  batches, engines or GPUs gives the same pairs.
 
-A backend implements ``_supports``, ``_counts``, ``_build``, ``_score`` and ``_host`` over its
-array module ``xp`` (NumPy + Numba kernels, or CuPy + CUDA kernels).
+A backend implements ``_supports(part, parts)``, ``_counts``, ``_build``, ``_score`` and ``_host``
+over its array module ``xp`` (NumPy + Numba kernels, or CuPy + CUDA kernels).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,8 +84,9 @@ class Engine(ABC):
 
     # ---- backend kernels ---------------------------------------------------------------------
     @abstractmethod
-    def _supports(self) -> None:
-        """Compute the supports of every slot of the CSR (on the device)."""
+    def _supports(self, part: int = 0, parts: int = 1) -> None:
+        """Compute (on the device) the supports of the slot pairs of tiles ``part`` (mod ``parts``),
+        the other slots zero; one part: every slot."""
 
     @abstractmethod
     def _counts(self, threshold: int):
@@ -108,9 +114,13 @@ class Engine(ABC):
         return self.backend.peak_memory()
 
     # ---- the contract ------------------------------------------------------------------------
-    def prepare(self) -> None:
+    def prepare(self, comm=None) -> None:
         if self._sizes is None:
-            self._supports()
+            if comm is None or comm.size == 1:
+                self._supports()
+            else:
+                self._supports(comm.rank, comm.size)
+                self.sup = comm.allreduce(self.sup)
             _count, edges = self._counts(0)
             self._sizes = (np.diff(np.asarray(self.sg.indptr)).astype(np.int64),
                            self.backend.to_host(edges).astype(np.int64))
@@ -189,18 +199,21 @@ class Engine(ABC):
             out.append(decode_contexts(self.batch, labels, b, members))
         return out
 
-    def score(self, vertices, model: str, k: int, contexts: bool = False):
+    def score(self, vertices, model: str, k: int, contexts: bool = False, phases=None):
         """Scores of ``vertices`` (int32, given order) and, with ``contexts``, their contexts."""
         vertices = np.ascontiguousarray(vertices, dtype=np.int32)
         sizes = self.packing(model, vertices)
         scores = np.zeros(vertices.size, dtype=np.int32)
         found = []
         start = 0
+        timed = (lambda name: phases.phase(name)) if phases is not None else (lambda name: nullcontext())
         while start < vertices.size:
             end = pack(vertices, start, MAX_BATCH, sizes[0], self.arena_budget, f"sds {model} k={k}", *sizes[1:])
             batch = self.new_batch(vertices[start:end])
-            self.load(batch, model)
-            scores[start + batch.source] = self.score_loaded(model, k)
+            with timed("egonets"):
+                self.load(batch, model)
+            with timed("scoring"):
+                scores[start + batch.source] = self.score_loaded(model, k)
             if contexts:
                 chunk = [None] * batch.size
                 for b, ctx in enumerate(self.contexts_loaded()):

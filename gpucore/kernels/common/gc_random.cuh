@@ -27,6 +27,7 @@ typedef long long gc_i64;
 #define GC_STREAM_SKETCH_X 41ULL
 #define GC_STREAM_SKETCH_REGISTER 42ULL
 #define GC_STREAM_SKETCH_COIN 43ULL
+#define GC_STREAM_SDS_SAMPLE 21ULL
 
 __device__ __forceinline__ gc_u64 gc_fmix64(gc_u64 z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;

@@ -4,16 +4,20 @@
 //   listing every ego-network is built from: the supports are the ego degrees). A warp takes 32
 //   consecutive slots: each lane finds its slot's row (binary search in indptr), then for every
 //   slot with u < v the warp intersects the two sorted rows (lanes scan the shorter, binary-search
-//   the longer), and lane 0 writes the count to the slot and to its mirror (v, u).
+//   the longer), and lane 0 writes the count to the slot and to its mirror (v, u). Over several
+//   devices (part p of P), only the tiles t = p (mod P) of 32 slots: sup must start zeroed, and the
+//   sum over the parts is the whole (each pair is counted by the part of its slot with u < v).
 // sds_counts: per vertex (a thread each), the slots with sup >= threshold and |E(G_v)| = sum / 2.
 // Twins: gpucore/sds/kernels_cpu.py edge_supports, ego_counts.
 #include "sds_common.cuh"
 
 extern "C" __global__ void sds_supports(const gc_i64* __restrict__ indptr, const int* __restrict__ adj, gc_i64 n,
-                                        gc_i64 slots, int* __restrict__ sup, int* __restrict__ errors) {
+                                        gc_i64 slots, gc_i64 part, gc_i64 parts, int* __restrict__ sup,
+                                        int* __restrict__ errors) {
     const int lane = threadIdx.x & 31;
     const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
-    for (gc_i64 tile = (((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 32; tile < slots; tile += warps * 32) {
+    const gc_i64 first = ((((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * parts + part) * 32;
+    for (gc_i64 tile = first; tile < slots; tile += warps * parts * 32) {
         const gc_i64 mine = tile + lane;
         int my_u = 0, my_v = 0;
         if (mine < slots) {
