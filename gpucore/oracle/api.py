@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -304,20 +303,21 @@ def warm_up(graph, model: str, backend="auto", *, sets: bool = False, gpu_varian
     pays for compiling. Returns the seconds taken (close to zero once done in this process)."""
     from gpucore.oracle.cuda import Engine
 
-    start = time.perf_counter()
-    model = check_model(model)
-    tiny = _TinyGraph(graph, model)
-    seeds, worlds = np.zeros(1, dtype=np.int64), mc_world_seeds(0, 2)
-    if isinstance(backend, Engine) or _resolve_backend(backend).is_cuda:
-        _counts(tiny, seeds, model, worlds, backend, want_sets=sets, gpu_variant=gpu_variant)
-        if not isinstance(backend, Engine):
-            graph.device_arrays(_resolve_backend(backend), _device_names(model))
-    elif sets:
-        WorldState(*_model_arrays(tiny, model), model, 0).activate(seeds)
-    else:
-        for chunks in (1, 2):  # one worker (also the last, short batch), and the parallel loop
-            Simulator(*_model_arrays(tiny, model), model, chunks).counts(seeds, worlds)
-    return time.perf_counter() - start
+    timer = Phases(("warm_up",))
+    with timer.phase("warm_up"):
+        model = check_model(model)
+        tiny = _TinyGraph(graph, model)
+        seeds, worlds = np.zeros(1, dtype=np.int64), mc_world_seeds(0, 2)
+        if isinstance(backend, Engine) or _resolve_backend(backend).is_cuda:
+            _counts(tiny, seeds, model, worlds, backend, want_sets=sets, gpu_variant=gpu_variant)
+            if not isinstance(backend, Engine):
+                graph.device_arrays(_resolve_backend(backend), _device_names(model))
+        elif sets:
+            WorldState(*_model_arrays(tiny, model), model, 0).activate(seeds)
+        else:
+            for chunks in (1, 2):  # one worker (also the last, short batch), and the parallel loop
+                Simulator(*_model_arrays(tiny, model), model, chunks).counts(seeds, worlds)
+    return timer.total
 
 
 class _TinyGraph:
