@@ -24,9 +24,9 @@ def batches(total: int, first: int, step: int = 1, seconds: float = BATCH_SECOND
     lo = 0
     while lo < total:
         hi = min(total, lo + size)
-        start = time.perf_counter()
+        start = time.monotonic()  # pacing only: reported timings go through gpucore.timing.Phases
         yield lo, hi
-        elapsed = time.perf_counter() - start
+        elapsed = time.monotonic() - start
         scale = 4.0 if elapsed <= 0 else min(4.0, max(0.25, seconds / elapsed))
         size = max(step, int(size * scale) // step * step)
         lo = hi
