@@ -2,19 +2,30 @@
 # The GPU machine's entry point, run as is from the repository root (no network there):
 #   bash tests/gpu/run_device.sh STAGE [STAGE ...]      logs and results under $OUT
 # Stages: info, tests-amcss and tests-other (pytest -m gpu, in two commands), bench-oracle, bench-im, bench-amcss, bench-merit,
-# bench-fuseim (BENCH_FUSEIM_ARGS, e.g. "--graphs BS,Go --budget 540"), bench-sds (BENCH_SDS_ARGS), workflow.
+# bench-fuseim (BENCH_FUSEIM_ARGS, e.g. "--graphs BS,Go --budget 540"), bench-sds (BENCH_SDS_ARGS), workflow,
+# tests (GPU_TESTS: pytest arguments, e.g. "tests/gpu/test_im_cuda.py -k auto"), tests-dist (every
+# tests/gpu/test_dist*.py: needs two GPUs) and bench-dist (BENCH_DIST_ARGS, e.g. "--parts imm --budget 200").
+# MPI (mpi4py + MPICH) comes from carried wheels in .whl/ when the machine has no mpi4py (docs/multigpu.md).
 # Each stage must fit the machine's 10-minute command limit; run several in one call when they fit.
 # Wheels for packages the machine lacks (snakemake) travel in .whl/ (carry it).
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-if [ -d .whl ] && ! python3 -c "import snakemake" 2>/dev/null; then
+if [[ " $* " == *" workflow "* ]] && [ -d .whl ] && ! python3 -c "import snakemake" 2>/dev/null; then  # only the workflow needs it
   python3 -m pip install -q --no-index --find-links .whl --target /tmp/site snakemake >"$OUT/pip.log" 2>&1 \
     || echo "wheel install failed (see pip.log)"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}:/tmp/site"
 export PATH="/tmp/site/bin:$PATH"
+if ls .whl/mpi4py-*.whl >/dev/null 2>&1 && ! python3 -c "import mpi4py" 2>/dev/null; then
+  python3 -m pip install -q --no-index --find-links .whl --prefix /tmp/mpi mpi4py mpich >"$OUT/pip-mpi.log" 2>&1 \
+    || echo "mpi wheel install failed (see pip-mpi.log)"
+  export PATH="/tmp/mpi/bin:$PATH" LD_LIBRARY_PATH="/tmp/mpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  site=$(find /tmp/mpi -type d -name mpi4py -path "*-packages/*" | head -1)  # the scheme's folder, whichever it is
+  PYTHONPATH="$PYTHONPATH:$(dirname "${site:-/tmp/mpi/none/mpi4py}")"
+  export PYTHONPATH
+fi
 status=0
 run_stage() {
   local name=$1; shift
@@ -35,6 +46,16 @@ for stage in "$@"; do
     tests-other)  # IM, oracle, random: about 90 s
       run_stage gpu-tests-other python3 -m pytest -m gpu tests/gpu -v -rA --durations=15 \
         --deselect tests/gpu/test_amcss_cuda.py --junitxml "$OUT/gpu-tests-other.xml" ;;
+    tests)  # GPU_TESTS: the pytest arguments
+      # shellcheck disable=SC2086
+      run_stage gpu-tests python3 -m pytest -m gpu ${GPU_TESTS:-tests/gpu} -v -rA --durations=15 \
+        --junitxml "$OUT/gpu-tests.xml" ;;
+    tests-dist)  # two GPUs: the rank-count tests under mpiexec -n 2
+      run_stage gpu-tests-dist python3 -m pytest -m gpu tests/gpu/test_dist*.py -v -rA --durations=15 \
+        --junitxml "$OUT/gpu-tests-dist.xml" ;;
+    bench-dist)
+      # shellcheck disable=SC2086  # BENCH_DIST_ARGS: extra options, for example "--parts sds --budget 200"
+      run_stage bench-dist python3 benchmarks/bench_dist.py "$OUT/dist" ${BENCH_DIST_ARGS:-} ;;
     bench-oracle)
       run_stage bench-oracle python3 benchmarks/bench_oracle.py "$OUT" ;;
     bench-im)
