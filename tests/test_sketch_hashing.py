@@ -127,7 +127,7 @@ def test_documented_vectors():
     assert int(edge_hash(0, 1, np.uint64(seed32))) == 1083292322
     assert int(edge_hash(5, 3, np.uint64(seed32))) == 1173934182
     assert world_numbers(42, 2, fasst=False).tolist() == [1016688817, 1183770064]
-    keys = world_keys(42, 4, 0, 4, "keyed", True)
+    keys = world_keys(42, 4, np.arange(4), "keyed", True)
     assert int(keys.register[0]) == 2754490004554162788
     assert register_start(keys.register[0], 0) == 2 and register_start(keys.register[3], 7) == 1
     w = int(thr(np.array([0.1], dtype=np.float32))[0])
@@ -135,9 +135,9 @@ def test_documented_vectors():
     assert int(step(keys.live[0], np.uint64(0)) >> np.uint64(33)) == 253339660  # keyed coin, arc 0, world 0
     assert int(step(keys.live[2], np.uint64(9)) >> np.uint64(33)) == 455567148
     for h in (1083292322, 1083292322 ^ 214748367, 1083292322 ^ 214748368):  # xor: live iff X ^ h < W
-        assert live(False, np.uint64(1016688817), h, 0, w) == ((1016688817 ^ h) < w)
-    assert not live(True, keys.live[0], 0, 0, w) and not live(True, keys.live[2], 0, 9, w)  # both coins >= W
-    assert live(True, keys.live[0], 0, 0, THRESHOLD_ONE) and not live(True, keys.live[0], 0, 0, 0)
+        assert live(False, np.uint64(1016688817), h, w) == ((1016688817 ^ h) < w)
+    assert not live(True, keys.live[0], 0, w) and not live(True, keys.live[2], 9, w)  # both coins >= W
+    assert live(True, keys.live[0], 0, THRESHOLD_ONE) and not live(True, keys.live[0], 0, 0)
 
 
 def test_paper_weight_settings():
