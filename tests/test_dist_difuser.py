@@ -200,6 +200,17 @@ def test_the_splits_give_one_answer_and_their_own_local_graphs(reference, ranked
 
 
 @needs_mpi
+def test_the_cuda_engine_over_two_ranks_in_the_emulator(reference):
+    """The CUDA engine (sk_live_any and the compaction, the kernels in the emulator) on two ranks:
+    the same answer, and the CPU's local graphs."""
+    out = case(2, "emulated", script=__file__, timeout=600)
+    assert _answer(out) == reference["xor-naive"] and out["ranks"] == 2
+    want = local_sizes(small_graph(), "xor", "naive", 2, registers=REGISTERS)
+    assert out["per_rank"]["local_arcs"] == [p.arcs for p in want]
+    assert out["per_rank"]["local_vertices"] == [p.vertices for p in want]
+
+
+@needs_mpi
 def test_gpucore_im_difuser_under_mpiexec(tmp_path, reference):
     """The command: rank 0 writes one result file, with the one-process answer and the ranks' record."""
     from gpucore.graph import save_graph
@@ -234,6 +245,14 @@ def _solves(comm) -> dict:
     return {spec[0]: solve(comm, *spec) for spec in SOLVES}
 
 
+def _emulated(comm) -> dict:
+    import gpucore.im.sketch.driver as driver
+    from gpucore.im.sketch.emulated import emulated_engine
+
+    driver.make_engine = lambda graph, keys, seed, backend: emulated_engine(graph, keys, seed, slice_width=32)
+    return solve(comm, *SOLVES[1])
+
+
 def _mismatch(comm):
     from gpucore.errors import GpucoreError
     from gpucore.im.sketch import difuser
@@ -246,7 +265,7 @@ def _mismatch(comm):
     return {"messages": comm.allgather("no error")}
 
 
-_CASES = {"solves": _solves, "mismatch": _mismatch}
+_CASES = {"solves": _solves, "emulated": _emulated, "mismatch": _mismatch}
 
 if __name__ == "__main__":
     rank_main(_CASES)
