@@ -3,6 +3,8 @@
 Same registers, same keys, same fixpoints as the CUDA backend (``gpucore.im.sketch.cuda``); only the
 order of work differs, and the results do not depend on it:
 
+- ``local_arcs``: the engine's arcs are its local graph (``gpucore.im.sketch.local``): the arcs live in
+  one of its worlds (``live_anywhere``), each with its word (xor hash, or global id for the keyed coin).
 - ``fill``: Algorithm 1 with the pitfall-3 fix: every register that is not -1 restarts at
   ``clz64(h_r(u))``; ``prange`` over vertices.
 - ``simulate``: Algorithm 2, pull-based sweeps in place (``prange`` over u, then its out-arcs, then

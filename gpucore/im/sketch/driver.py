@@ -4,10 +4,10 @@
 
 1. Fill-Sketches, then Simulate until no register changes;
 2. for i = 1..k: scores = the per-vertex sums over the worlds (``layout.score_table``), summed over
-   the processes by ``reduction``; the seed is the argmax among vertices not chosen yet (ties to the
+   the ranks (``Reduction``); the seed is the argmax among vertices not chosen yet (ties to the
    lowest id). With ``refine = L > 1`` (our addition, docs/difuser.md) the L best of them are
    candidates and the seed is the one of largest *exact* marginal gain on the worlds (the registers
-   a cascade from it would newly set to -1, summed over the processes; ties to the lowest id).
+   a cascade from it would newly set to -1, summed over the ranks; ties to the lowest id).
    Cascade from the seed (it becomes -1 in every world first, pitfall 3); the internal spread
    estimate is the number of -1 registers over the worlds, divided by the number of worlds;
 3. rebuild (Fill-Sketches, which resets only non-visited registers, then Simulate) when
@@ -25,8 +25,6 @@ ranks. The collectives run through a ``TimedComm``: their seconds are the ``comm
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -141,8 +139,17 @@ def difuser(
     """Run DiFuseR; returns a result dict of kind ``im`` (see ``docs/difuser.md``). ``comm``: the ranks
     that share the run (default ``current()``): every rank calls ``difuser`` with the same arguments
     and gets the same result, identical to a one-process run whatever ``world_split``."""
-    t_start = time.perf_counter()
-    comm = current() if comm is None else comm
+    clock = Phases(("call",))
+    with clock.phase("call"):
+        result = _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fasst, estimator, refine,
+                          world_split, current() if comm is None else comm, memory_limit)
+    result["seconds"] = clock.seconds["call"]
+    return result
+
+
+def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fasst, estimator, refine, world_split,
+             comm, memory_limit) -> dict:
+    """The body of ``difuser`` (its ``seconds`` are added by the caller)."""
     sampling = DEFAULT_SAMPLING if sampling is None else sampling
     if comm.size > 1:  # first: arguments that differ would fail on some ranks only
         same_everywhere(comm, "DiFuseR", {
@@ -229,7 +236,7 @@ def difuser(
         "builds": builds,
         "rebuild_rounds": len(builds) - 1,
         "simulate_sweeps": int(sum(b["sweeps"] for b in builds)),
-        "seconds": time.perf_counter() - t_start,
+        "seconds": 0.0,
         "seconds_by_phase": dict(phases.seconds),
         "bytes_needed": int(need),
         "register_bytes": int(graph.n) * int(ids.shape[0]),
