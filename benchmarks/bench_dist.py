@@ -56,9 +56,9 @@ after an untimed solve on a small graph.
 Budget: --budget seconds for everything (graph build included). Before each run, rank 0 projects
 its time from the runs before it (a guess from the graph size for the first) and every rank skips
 the run when it would end past the deadline; a cell that could not run once is marked skipped,
-never cut. Rows for other solvers (DiFuseR) go in the same table: ``cells()`` lists (solver, ...)
-keys, ``run_cell()`` runs one; the merge is keyed by solver. ``--parts`` chooses the solvers (both
-by default; a part that is not asked for builds no graph).
+never cut. Rows of every solver go in the same table: ``cells()`` lists (solver, ...)
+keys, ``run_cell()`` runs one; the merge is keyed by solver. ``--parts`` chooses the solvers (imm
+and sds by default; a part that is not asked for builds no graph).
 
 On a machine without mpi4py (the GPU machine), install the carried wheels first, for example
 ``pip install --no-index --find-links WHEELS --prefix /tmp/mpi mpi4py mpich`` and put
@@ -118,7 +118,7 @@ def log(msg: str) -> None:
 def arguments(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output folder (bench_dist.json, bench_dist.md, bench_dist-nR.json, logs)")
-    p.add_argument("--parts", default="imm,sds", help="comma-separated solvers: imm, sds")
+    p.add_argument("--parts", default="imm,sds", help="comma-separated solvers: imm, sds, difuser")
     p.add_argument("--graph", default="livejournal", choices=sorted({**GRAPHS, **EXTRA_GRAPHS}),
                    help="IMM graph (livejournal: LiveJournal-size PA stand-in)")
     p.add_argument("--data", default=None, help="folder of the SNAP files (for --graph epinions)")
