@@ -642,22 +642,32 @@ def _difuser_markdown(rep: dict, rows: list[dict], counts: list[int]) -> list[st
         "the answer must not change",
         "",
         "| split | " + _gpu_columns(counts) + f" | speedup ({counts[-1]} vs 1) | communication share | collectives "
-        "| payload bytes (rank 0) | spread | largest local graph (share of m) | arc copies | identical |",
-        "|---|" + "---|" * len(counts) + "---|---|---|---|---|---|---|---|",
+        "| payload bytes (rank 0) | spread | largest local graph (share of m) | arc copies | arcs on 0 / 1 / 2 GPUs "
+        "| identical |",
+        "|---|" + "---|" * len(counts) + "---|---|---|---|---|---|---|---|---|",
     ]
+    one = next((r["by_ranks"].get("1", {}).get("per_rank") for r in rows if r["solver"] == "difuser"), None)
+    union = one["local_arcs"][0] if one else None  # arcs live in at least one world: on some rank
     for row in rows:
         recs = row["by_ranks"]
         top = recs.get(str(counts[-1]), {}) if row["solver"] != "difuser" else recs.get("1", {})
         comm = top.get("communication") or {}
         arcs = (top.get("per_rank") or {}).get("local_arcs") or []
         spread = next((r["answer"]["estimated_spread"] for r in recs.values() if "answer" in r), None)
+        copies = "-"
+        if len(arcs) == 2 and union is not None:  # the paper's Table 5 on two ranks, from the union's size
+            twice = sum(arcs) - union
+            copies = " / ".join(f"{x / g['m']:.0%}" for x in (g["m"] - union, union - twice, twice))
         lines.append(
             f"| {row['split'] if row['solver'] != 'difuser' else '(one rank)'} | " + " | ".join(_times(recs, counts))
             + f" | {_fmt(top.get('speedup'), '.2f')} | {_fmt(top.get('communication_share'), '.1%')} | "
             f"{comm.get('collectives', '-')} | {_fmt(comm.get('bytes'), ',')} | {_fmt(spread, '.1f')} | "
             f"{_fmt(max(arcs) / g['m'] if arcs else None, '.1%')} | {_fmt(sum(arcs) / g['m'] if arcs else None, '.2f')} "
-            f"| {_identical(row)} |")
-    lines += ["", "Local graph of each rank (the paper's Tables 5 and 7: arcs live in at least one of the rank's "
+            f"| {copies} | {_identical(row)} |")
+    lines += ["", "Arc copies: the ranks' local arcs over m (the paper's Table 5 averages); arcs on 0 / 1 / 2 GPUs: "
+              "the share of m on no rank (live in no world: m minus the one-rank local graph), on one, on both "
+              "(the paper's Table 5 for two devices); largest local graph: its Table 7.",
+              "", "Local graph of each rank (the paper's Tables 5 and 7: arcs live in at least one of the rank's "
               "worlds; vertices with a local arc, in or out) and its seconds per phase:", "",
               "| split | ranks | rank | worlds | local arcs | share of m | local vertices | "
               + " | ".join(DIFUSER_PHASES) + " |",
