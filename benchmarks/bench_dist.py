@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Several GPUs against one (issue 17, item 8): IMM and structural diversity search at LiveJournal size on 1
-and 2 GPUs, a table keyed by solver.
+"""Several GPUs against one (issue 17, item 8): IMM, structural diversity search and DiFuseR on 1 and 2
+GPUs, a table keyed by solver.
 
-    python3 benchmarks/bench_dist.py OUT [--parts imm,sds] [--graph livejournal] [--samplers gim,fused]
+    python3 benchmarks/bench_dist.py OUT [--parts imm,sds,difuser] [--graph livejournal] [--samplers gim,fused]
         [--models IC] [--k 50] [--eps 0.05] [--sds-graph livejournal] [--sds-models truss] [--sds-k 4]
-        [--sds-t 100] [--stealing dynamic,exhausted,none] [--ranks 1,2] [--repeats 3] [--dense]
-        [--budget 540] [--backend cuda] [--mpiexec PATH] [--mpiexec-args "..."] [--cache DIR]
+        [--sds-t 100] [--stealing dynamic,exhausted,none] [--difuser-graph livejournal] [--difuser-setting p1]
+        [--difuser-sampling xor] [--difuser-refine 0] [--registers 1024] [--world-splits fasst,naive]
+        [--ranks 1,2] [--repeats 3] [--dense] [--budget 540] [--backend cuda] [--mpiexec PATH]
+        [--mpiexec-args "..."] [--cache DIR]
 
 Run it once, without a launcher. It builds the graph (``--graph``: a preferential-attachment
 stand-in with the n and m of soc-LiveJournal1, 4,847,571 / 68,993,773, weighted cascade: the
@@ -38,12 +40,25 @@ payload bytes and dense all-reduces of rank 0, the per-rank seconds per phase (t
 and whether the answer (seeds, gains, theta, lower bound and its iterations, estimate) is
 identical to the one-rank answer: it must be.
 
+DiFuseR (``--parts difuser``): ``difuser()`` on a stand-in of ``bench_difuser.py`` (``--difuser-graph``:
+livejournal, 4,847,571 / 68,993,773 arcs, or orkut, 3,072,441 / 117,185,083 edges undirected;
+preferential attachment, seed 1, reciprocity 0.3), with the paper's weight setting ``--difuser-setting``
+(p1: constant 0.1; p005, p01, n005, u01), built once and cached as ``difuser-GRAPH-SETTING.gcsr``; k =
+--k, J = --registers worlds (1024), --difuser-sampling (xor: the paper's, where FASST matters),
+--difuser-refine (0: the paper's selection by the sketch score). One cell on one GPU, and on R > 1
+ranks one cell per split of --world-splits (fasst, naive), each against the one-GPU time. Its
+per-rank record is each rank's local graph (worlds, arcs, vertices with a local arc): the paper's
+Tables 5 and 7, naive against FASST; the answer (seeds, selection scores, spread after every seed,
+rebuild points) must be the one-GPU answer for both splits. Timed ("solve"): the sum of rank 0's
+``seconds_by_phase`` (local graph build, fill, simulate, cascade, select, refine, communication),
+after an untimed solve on a small graph.
+
 Budget: --budget seconds for everything (graph build included). Before each run, rank 0 projects
 its time from the runs before it (a guess from the graph size for the first) and every rank skips
 the run when it would end past the deadline; a cell that could not run once is marked skipped,
-never cut. Rows for other solvers (DiFuseR) go in the same table: ``cells()`` lists (solver, ...)
-keys, ``run_cell()`` runs one; the merge is keyed by solver. ``--parts`` chooses the solvers (both
-by default; a part that is not asked for builds no graph).
+never cut. Rows of every solver go in the same table: ``cells()`` lists (solver, ...)
+keys, ``run_cell()`` runs one; the merge is keyed by solver. ``--parts`` chooses the solvers (imm
+and sds by default; a part that is not asked for builds no graph).
 
 On a machine without mpi4py (the GPU machine), install the carried wheels first, for example
 ``pip install --no-index --find-links WHEELS --prefix /tmp/mpi mpi4py mpich`` and put
@@ -68,6 +83,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_common import GRAPH_CACHE, build_graph, cpu_facts, git_commit  # noqa: E402
+from benchmarks.bench_difuser import GRAPHS as DIFUSER_GRAPHS  # noqa: E402
+from benchmarks.bench_difuser import SETTINGS as DIFUSER_SETTINGS  # noqa: E402
+from benchmarks.bench_difuser import standin_csr, with_weights  # noqa: E402
 from benchmarks.bench_im import GRAPHS  # noqa: E402
 from benchmarks.bench_sds import GRAPHS as SDS_GRAPHS  # noqa: E402
 from benchmarks.bench_sds import graph_path as sds_graph_path  # noqa: E402
@@ -84,7 +102,11 @@ SDS_SAME = ("top", "t_score", "ties_at_t", "ties_in_top", "candidates", "must_sc
 #: per-rank fields of an sds result kept in the record (the load of each GPU)
 SDS_LOAD = ("scored", "sample_vertices", "chunks", "estimated_cost", "busy_seconds", "idle_seconds", "sample_seconds",
             "steals_made", "steals_suffered", "cost_stolen", "cost_lost", "initial_load", "communication")
-PARTS = ("imm", "sds")
+#: DiFuseR: result fields that must be identical on every rank count and split
+DIFUSER_SAME = ("seed_ids", "selection_scores", "spread_after_seed", "estimated_spread", "rebuild_rounds")
+#: per-rank fields of a DiFuseR result kept in the record (the local graphs)
+DIFUSER_LOAD = ("worlds", "local_arcs", "local_vertices", "build_sweeps", "seconds_by_phase", "peak_device_memory")
+PARTS = ("imm", "sds", "difuser")
 #: seconds after the deadline the worker may still take to exit (beyond it, it is stopped)
 GRACE = 120.0
 
@@ -96,7 +118,7 @@ def log(msg: str) -> None:
 def arguments(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output folder (bench_dist.json, bench_dist.md, bench_dist-nR.json, logs)")
-    p.add_argument("--parts", default="imm,sds", help="comma-separated solvers: imm, sds")
+    p.add_argument("--parts", default="imm,sds", help="comma-separated solvers: imm, sds, difuser")
     p.add_argument("--graph", default="livejournal", choices=sorted({**GRAPHS, **EXTRA_GRAPHS}),
                    help="IMM graph (livejournal: LiveJournal-size PA stand-in)")
     p.add_argument("--data", default=None, help="folder of the SNAP files (for --graph epinions)")
@@ -111,6 +133,15 @@ def arguments(argv=None):
     p.add_argument("--sds-k", type=int, default=4)
     p.add_argument("--sds-t", type=int, default=100)
     p.add_argument("--stealing", default="dynamic,exhausted,none", help="comma-separated stealing policies (sds)")
+    p.add_argument("--difuser-graph", default="livejournal", choices=sorted({**DIFUSER_GRAPHS, **EXTRA_GRAPHS}),
+                   help="DiFuseR graph (bench_difuser's stand-ins: livejournal, orkut, ...)")
+    p.add_argument("--difuser-setting", default="p1", choices=sorted(DIFUSER_SETTINGS),
+                   help="DiFuseR edge weights: the paper's setting (p1: constant 0.1)")
+    p.add_argument("--difuser-sampling", default="xor", choices=("xor", "keyed"))
+    p.add_argument("--difuser-refine", type=int, default=0, help="DiFuseR --refine (0: the paper's selection)")
+    p.add_argument("--registers", type=int, default=1024, help="DiFuseR worlds")
+    p.add_argument("--rebuild-threshold", type=float, default=0.01, help="DiFuseR rebuild threshold")
+    p.add_argument("--world-splits", default="fasst,naive", help="DiFuseR splits on several ranks")
     p.add_argument("--ranks", default="1,2", help="comma-separated rank counts (one GPU each)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--dense", action="store_true", help="also the dense greedy (candidates=0) on several ranks")
@@ -124,6 +155,7 @@ def arguments(argv=None):
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # the part file a rank-0 worker writes
     p.add_argument("--graph-path", default=None, help=argparse.SUPPRESS)
     p.add_argument("--sds-graph-path", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--difuser-graph-path", default=None, help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)  # epoch seconds
     p.add_argument("--hint", default=None, help=argparse.SUPPRESS)  # JSON: solver family -> seconds on fewer ranks
     return p.parse_args(argv)
@@ -137,10 +169,24 @@ def _list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def family_of(solver: str) -> str:
+    return next((f for f in ("sds", "difuser") if solver.startswith(f)), "imm")
+
+
+def difuser_cells(args, ranks: int) -> list[dict]:
+    """DiFuseR: one cell on one rank; one per world split on several."""
+    if "difuser" not in _list(args.parts):
+        return []
+    if ranks == 1:
+        return [{"solver": "difuser", "model": "IC", "split": "fasst"}]
+    return [{"solver": f"difuser-{split}", "model": "IC", "split": split, "reference": "difuser"}
+            for split in _list(args.world_splits)]
+
+
 def cells(args, ranks: int) -> list[dict]:
-    """The cells of one rank count, in order: IMM (solver, sampler, model, candidates), then structural
-    diversity search (solver, model, stealing)."""
-    out = []
+    """The cells of one rank count, in order: DiFuseR (solver, model, split), structural diversity search
+    (solver, model, stealing), then IMM (solver, sampler, model, candidates)."""
+    out = difuser_cells(args, ranks)
     if "sds" in _list(args.parts):
         for model in _list(args.sds_models):
             if ranks == 1:
@@ -205,6 +251,32 @@ def run_sds_cell(graph, cell: dict, args, comm) -> dict:
     }
 
 
+def run_difuser_cell(graph, cell: dict, args, comm) -> dict:
+    """One difuser() run of a cell on ``comm``: the answer, the times, the ranks' local graphs."""
+    from gpucore.im.sketch import difuser
+    from gpucore.timing import Phases
+
+    clock = Phases(("wall",))
+    with clock.phase("wall"):
+        res = difuser(graph, args.k, registers=args.registers, rebuild_threshold=args.rebuild_threshold,
+                      sampling=args.difuser_sampling, refine=args.difuser_refine, world_split=cell["split"],
+                      seed=args.seed, backend=args.backend, comm=comm)
+    phases = res["seconds_by_phase"]
+    answer = {key: res[key] for key in DIFUSER_SAME}
+    answer["rebuilds_after"] = [b["after_seed"] for b in res["builds"]]
+    return {
+        "answer": answer,
+        "solve": sum(phases.values()),
+        "wall_seconds": clock.seconds["wall"],
+        "seconds_by_phase": phases,
+        "communication_seconds": phases.get("communication", 0.0),
+        "communication": res.get("communication"),
+        "per_rank": {key: res["per_rank"][key] for key in DIFUSER_LOAD},
+        "simulate_sweeps": res["simulate_sweeps"],
+        "peak_device_memory": res["peak_device_memory"],
+    }
+
+
 def run_cell(graph, cell: dict, args, comm) -> dict:
     """One imm() run of a cell on ``comm``: the answer, the times, the ranks' record."""
     from gpucore.im import imm
@@ -239,7 +311,8 @@ def worker(args) -> int:
 
     be = get_backend(args.backend)
     graphs = {"imm": load_graph(args.graph_path) if args.graph_path else None,
-              "sds": load_graph(args.sds_graph_path) if args.sds_graph_path else None}
+              "sds": load_graph(args.sds_graph_path) if args.sds_graph_path else None,
+              "difuser": load_graph(args.difuser_graph_path) if args.difuser_graph_path else None}
     devices = comm.allgather(be.device_info())
     part = {"ranks": comm.size, "devices": devices, "cells": []}
 
@@ -250,11 +323,13 @@ def worker(args) -> int:
     def fits(seconds: float) -> bool:  # rank 0 decides for every rank
         return bool(comm.bcast(time.time() + seconds <= args.deadline if comm.is_root else None))
 
-    tiny = {"imm": from_arcs(64, list(range(63)), list(range(1, 64)), 0.5), "sds": small_sds_graph()}
+    chain = from_arcs(64, list(range(63)), list(range(1, 64)), 0.5)
+    tiny = {"imm": chain, "sds": small_sds_graph(), "difuser": chain}
+    runners = {"imm": run_cell, "sds": run_sds_cell, "difuser": run_difuser_cell}
     last_wall = json.loads(args.hint) if args.hint else {}  # per solver family: the longest run on fewer ranks
     for cell in cells(args, comm.size):
-        family = "sds" if cell["solver"].startswith("sds") else "imm"
-        graph, run = graphs[family], run_sds_cell if family == "sds" else run_cell
+        family = family_of(cell["solver"])
+        graph, run = graphs[family], runners[family]
         first_guess = 20.0 + graph.m / (2e6 if family == "imm" else 1e6)  # the first run: set-up, warm-up, solve
         record = dict(cell)
         part["cells"].append(record)
@@ -282,8 +357,10 @@ def worker(args) -> int:
             record["repeats"] = len(runs)
             record["same_answer_in_repeats"] = all(r["answer"] == runs[0]["answer"] for r in runs)
             if comm.is_root:
-                what = (f"theta {best['answer']['theta']:,}" if family == "imm" else
-                        f"t-th score {best['answer']['t_score']}, scored {best['scored']:,}")
+                what = {"imm": lambda: f"theta {best['answer']['theta']:,}",
+                        "sds": lambda: f"t-th score {best['answer']['t_score']}, scored {best['scored']:,}",
+                        "difuser": lambda: f"spread {best['answer']['estimated_spread']:.1f}, local arcs "
+                                           f"{best['per_rank']['local_arcs']}"}[family]()
                 log(f"{comm.size} rank(s) {cell['solver']} {cell['model']}: solve {best['solve']:.3f}s "
                     f"(communication {best['communication_seconds']:.3f}s), {what}")
         save()
@@ -305,13 +382,14 @@ def find_mpiexec(given: str | None) -> str | None:
 def launch(args, ranks: int, paths: dict, part: Path, deadline: float, out: Path, hint: dict) -> str | None:
     """Run the worker on ``ranks`` ranks; None, or why its part is missing."""
     cmd = [sys.executable, str(Path(__file__).resolve()), str(out), "--worker", str(part), "--deadline", repr(deadline)]
-    for family, flag in (("imm", "--graph-path"), ("sds", "--sds-graph-path")):
+    for family, flag in (("imm", "--graph-path"), ("sds", "--sds-graph-path"), ("difuser", "--difuser-graph-path")):
         if paths.get(family):
             cmd += [flag, str(paths[family])]
     if hint:
         cmd += ["--hint", json.dumps(hint)]
     for name in ("parts", "samplers", "models", "k", "eps", "seed", "sds_models", "sds_k", "sds_t", "stealing",
-                 "repeats", "backend"):
+                 "difuser_sampling", "difuser_refine", "registers", "rebuild_threshold", "world_splits", "repeats",
+                 "backend"):
         cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     if args.dense:
         cmd.append("--dense")
@@ -342,6 +420,8 @@ def _describe(cell: dict) -> dict:
     """What a row of this solver shows besides its times."""
     if cell["solver"].startswith("sds"):
         return {"family": "sds", "stealing": cell["stealing"]}
+    if cell["solver"].startswith("difuser"):
+        return {"family": "difuser", "split": cell["split"]}
     return {"family": "imm", "sampler": cell["sampler"],
             "greedy": "dense all-reduce per pick" if cell["candidates"] == 0 else "certified candidates"}
 
@@ -355,7 +435,7 @@ def merge(args, parts: dict[int, dict], failures: dict[int, str], graphs: dict) 
                 "solver": cell["solver"], "model": cell["model"], "reference": cell.get("reference", cell["solver"]),
                 **_describe(cell), "by_ranks": {}})
             row["by_ranks"][str(ranks)] = {k: v for k, v in cell.items()
-                                           if k not in ("solver", "sampler", "model", "reference", "stealing")}
+                                           if k not in ("solver", "sampler", "model", "reference", "stealing", "split")}
     gim_answers = {}
     for (solver, model), row in rows.items():
         base = next((r["by_ranks"].get("1") for (s, m), r in rows.items() if s == row["reference"] and m == model),
@@ -373,15 +453,19 @@ def merge(args, parts: dict[int, dict], failures: dict[int, str], graphs: dict) 
         if row["family"] == "imm" and row["sampler"] != "gim" and "answer" in rec and model in gim_answers:
             row["identical_to_gim"] = rec["answer"] == gim_answers[model]
     rep = {
-        "benchmark": "bench_dist", "issue": "17 (items 3, 5 and 8)",
+        "benchmark": "bench_dist", "issue": "17 (items 3, 4, 5 and 8)",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "commit": git_commit(),
         "devices": {str(r): p.get("devices") for r, p in parts.items()}, "host": cpu_facts(),
         "parameters": {"parts": args.parts, "k": args.k, "eps": args.eps, "seed": args.seed,
                        "repeats": args.repeats, "ranks": args.ranks, "budget": args.budget, "backend": args.backend,
                        "candidates": args.candidates, "sds_k": args.sds_k, "sds_t": args.sds_t,
-                       "stealing": args.stealing},
+                       "stealing": args.stealing, "registers": args.registers,
+                       "difuser_sampling": args.difuser_sampling, "difuser_refine": args.difuser_refine,
+                       "rebuild_threshold": args.rebuild_threshold, "world_splits": args.world_splits},
         "timed": {"imm": "solve = sum of rank 0's seconds_by_phase (IMM phases + communication); set-up and warm-up "
                          "excluded",
+                  "difuser": "solve = sum of rank 0's seconds_by_phase (local graph, fill, simulate, cascade, select, "
+                             "refine, communication); warm-up on a small graph excluded",
                   "sds": "solve = rank 0's run_sds seconds (graph on the device, supports, bounds, cost model and "
                          "packing over ranks, search, contexts); warm-up on a small graph excluded"},
         "failures": {str(r): why for r, why in failures.items()},
@@ -391,6 +475,11 @@ def merge(args, parts: dict[int, dict], failures: dict[int, str], graphs: dict) 
         g = graphs["imm"]
         rep["graph"] = {"name": args.graph, "title": {**GRAPHS, **EXTRA_GRAPHS}[args.graph]["title"], "n": g.n,
                         "m": g.m, "weights": "wc"}
+    if graphs.get("difuser") is not None:
+        g = graphs["difuser"]
+        rep["difuser_graph"] = {"name": args.difuser_graph,
+                                "title": {**DIFUSER_GRAPHS, **EXTRA_GRAPHS}[args.difuser_graph]["title"],
+                                "n": g.n, "m": g.m, "weights": DIFUSER_SETTINGS[args.difuser_setting]}
     if graphs.get("sds") is not None:
         g = graphs["sds"]
         rep["sds_graph"] = {"name": args.sds_graph, "title": {**SDS_GRAPHS, **SDS_EXTRA}[args.sds_graph]["title"],
@@ -427,7 +516,7 @@ def markdown(rep: dict) -> str:
     where = ", ".join(f"rank {r}: device {d.get('device_id', '-')}" for r, d in enumerate(widest))
     pr = rep["parameters"]
     lines = [
-        "# Several GPUs: IMM and structural diversity search on 1 and 2 GPUs (issue 17)",
+        "# Several GPUs: IMM, structural diversity search and DiFuseR on 1 and 2 GPUs (issue 17)",
         "",
         f"- date: {rep['date']}; commit: {rep['commit']}",
         f"- device: {dev.get('device', dev.get('backend'))} ({where}; CuPy {dev.get('cupy', '-')}); "
@@ -472,6 +561,9 @@ def markdown(rep: dict) -> str:
     sds = [row for row in rep["rows"] if row["family"] == "sds"]
     if sds:
         lines += _sds_markdown(rep, sds, counts)
+    difuser = [row for row in rep["rows"] if row["family"] == "difuser"]
+    if difuser:
+        lines += _difuser_markdown(rep, difuser, counts)
     if rep["failures"]:
         lines += ["", "Runs that did not complete: "
                   + "; ".join(f"{r} rank(s): {why}" for r, why in rep["failures"].items())]
@@ -538,7 +630,83 @@ def _sds_markdown(rep: dict, rows: list[dict], counts: list[int]) -> list[str]:
     return lines
 
 
+def _difuser_markdown(rep: dict, rows: list[dict], counts: list[int]) -> list[str]:
+    g, pr = rep["difuser_graph"], rep["parameters"]
+    lines = [
+        "", "## DiFuseR", "",
+        f"- graph: {g['title']} (n = {g['n']:,}, m = {g['m']:,} arcs, weights {g['weights']}); k = {pr['k']}, "
+        f"J = {pr['registers']} worlds, {pr['difuser_sampling']} sampling, refine {pr['difuser_refine']}, rebuild "
+        f"threshold {pr['rebuild_threshold']}, run seed {pr['seed']}",
+        f"- timed: {rep['timed']['difuser']}",
+        "- split: how the worlds are dealt to the ranks (fasst: by sorted world numbers; naive: in draw order); "
+        "the answer must not change",
+        "",
+        "| split | " + _gpu_columns(counts) + f" | speedup ({counts[-1]} vs 1) | communication share | collectives "
+        "| payload bytes (rank 0) | spread | largest local graph (share of m) | arc copies | arcs on 0 / 1 / 2 GPUs "
+        "| identical |",
+        "|---|" + "---|" * len(counts) + "---|---|---|---|---|---|---|---|---|",
+    ]
+    one = next((r["by_ranks"].get("1", {}).get("per_rank") for r in rows if r["solver"] == "difuser"), None)
+    union = one["local_arcs"][0] if one else None  # arcs live in at least one world: on some rank
+    for row in rows:
+        recs = row["by_ranks"]
+        top = recs.get(str(counts[-1]), {}) if row["solver"] != "difuser" else recs.get("1", {})
+        comm = top.get("communication") or {}
+        arcs = (top.get("per_rank") or {}).get("local_arcs") or []
+        spread = next((r["answer"]["estimated_spread"] for r in recs.values() if "answer" in r), None)
+        copies = "-"
+        if len(arcs) == 2 and union is not None:  # the paper's Table 5 on two ranks, from the union's size
+            twice = sum(arcs) - union
+            copies = " / ".join(f"{x / g['m']:.0%}" for x in (g["m"] - union, union - twice, twice))
+        lines.append(
+            f"| {row['split'] if row['solver'] != 'difuser' else '(one rank)'} | " + " | ".join(_times(recs, counts))
+            + f" | {_fmt(top.get('speedup'), '.2f')} | {_fmt(top.get('communication_share'), '.1%')} | "
+            f"{comm.get('collectives', '-')} | {_fmt(comm.get('bytes'), ',')} | {_fmt(spread, '.1f')} | "
+            f"{_fmt(max(arcs) / g['m'] if arcs else None, '.1%')} | {_fmt(sum(arcs) / g['m'] if arcs else None, '.2f')} "
+            f"| {copies} | {_identical(row)} |")
+    lines += ["", "Arc copies: the ranks' local arcs over m (the paper's Table 5 averages); arcs on 0 / 1 / 2 GPUs: "
+              "the share of m on no rank (live in no world: m minus the one-rank local graph), on one, on both "
+              "(the paper's Table 5 for two devices); largest local graph: its Table 7.",
+              "", "Local graph of each rank (the paper's Tables 5 and 7: arcs live in at least one of the rank's "
+              "worlds; vertices with a local arc, in or out) and its seconds per phase:", "",
+              "| split | ranks | rank | worlds | local arcs | share of m | local vertices | "
+              + " | ".join(DIFUSER_PHASES) + " |",
+              "|---|---|---|---|---|---|---|" + "---|" * len(DIFUSER_PHASES)]
+    for row in rows:
+        for ranks, rec in sorted(row["by_ranks"].items()):
+            per = rec.get("per_rank")
+            if not per:
+                continue
+            for r, (worlds, arcs, verts, secs) in enumerate(zip(per["worlds"], per["local_arcs"],
+                                                                per["local_vertices"], per["seconds_by_phase"])):
+                lines.append(f"| {row['split'] if ranks != '1' else '-'} | {ranks} | {r} | {worlds} | {arcs:,} | "
+                             f"{arcs / g['m']:.1%} | {verts:,} | "
+                             + " | ".join(f"{secs.get(p, 0.0):.3f}" for p in DIFUSER_PHASES) + " |")
+    return lines
+
+
+DIFUSER_PHASES = ("local_graph", "fill", "simulate", "cascade", "select", "refine", "communication")
 PHASE_NAMES = ("lb_sampling", "lb_selection", "final_sampling", "final_selection", "estimate", "communication")
+
+
+def difuser_graph_path(name: str, setting: str, cache: Path) -> Path:
+    """``cache/difuser-NAME-SETTING.gcsr``, built once: bench_difuser's stand-in with the setting's weights."""
+    from gpucore.graph.gcsr import ARRAY_ORDER, write_gcsr
+    from gpucore.timing import Phases
+
+    cache.mkdir(parents=True, exist_ok=True)
+    out = cache / f"difuser-{name}-{setting}.gcsr"
+    if out.exists():
+        return out
+    spec = {**DIFUSER_GRAPHS, **EXTRA_GRAPHS}[name]
+    undirected = bool(spec.get("undirected", False))
+    clock = Phases(("build",))
+    with clock.phase("build"):
+        graph = with_weights(standin_csr(spec["nodes"], spec["edges"], undirected), name, setting, undirected)
+        write_gcsr(out, graph.n, graph.m, {key: getattr(graph, key) for key in ARRAY_ORDER}, dict(graph.meta),
+                   directed=graph.directed, cost_scale=graph.cost_scale)
+    log(f"built {out.name} ({graph.n:,} nodes, {graph.m:,} arcs) in {clock.seconds['build']:.1f}s")
+    return out
 
 
 def driver(args) -> int:
@@ -559,6 +727,8 @@ def driver(args) -> int:
         paths["imm"] = build_graph(args.graph, {**GRAPHS, **EXTRA_GRAPHS}[args.graph], shared, Path(args.cache), log)
     if "sds" in asked:
         paths["sds"] = sds_graph_path(args.sds_graph, shared, Path(args.cache), log, {**SDS_GRAPHS, **SDS_EXTRA})
+    if "difuser" in asked:
+        paths["difuser"] = difuser_graph_path(args.difuser_graph, args.difuser_setting, Path(args.cache))
     graphs = {family: load_graph(path) for family, path in paths.items()}
     parts, failures, hint = {}, {}, {}
     for ranks in [int(r) for r in args.ranks.split(",") if r.strip()]:
@@ -572,7 +742,7 @@ def driver(args) -> int:
             parts[ranks] = json.loads(part.read_text())
             for cell in parts[ranks]["cells"]:
                 if "wall_seconds" in cell:
-                    family = "sds" if cell["solver"].startswith("sds") else "imm"
+                    family = family_of(cell["solver"])
                     hint[family] = max(hint.get(family, 0.0), cell["wall_seconds"])
         if why:
             failures[ranks] = why

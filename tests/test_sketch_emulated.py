@@ -35,14 +35,22 @@ def graph(n=60, arcs=320, seed=0, high=0.5):
 
 
 def pair(g, sampling, worlds=96, seed=7, **kw):
-    keys = world_keys(seed, worlds, 0, worlds, sampling, True)
+    keys = world_keys(seed, worlds, np.arange(worlds), sampling, True)
     return CPUEngine(g, keys, seed, get_backend("cpu")), emulated_engine(g, keys, seed, **kw)
 
 
-def test_arc_hashes_equal_cpu():
-    g = graph()
-    _cpu, emu = pair(g, "xor")
-    np.testing.assert_array_equal(emu.hashes, arc_hashes(g.out_indptr, g.out_dst, np.uint64(murmur_seed(7))))
+@pytest.mark.parametrize("sampling", ["xor", "keyed"])
+def test_local_graph_and_hashes_equal_cpu(sampling):
+    """sk_arc_hashes and sk_live_any, compacted on the device, give the CPU's local graph: the same
+    arcs with the same words (xor: the hashes of the kept arcs, checked against the definition)."""
+    g = graph(high=0.05)
+    cpu, emu = pair(g, sampling, worlds=32)
+    for name in ("indptr", "dst", "thr", "words"):
+        np.testing.assert_array_equal(getattr(emu.local, name), getattr(cpu.local, name), name)
+    assert emu.local.sizes() == cpu.local.sizes() and 0 < cpu.local.arcs < g.m  # some arcs dropped
+    if sampling == "xor":
+        full = arc_hashes(g.out_indptr, g.out_dst, np.uint64(murmur_seed(7)))
+        assert set(cpu.local.words.tolist()) <= set(full.tolist())
 
 
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])

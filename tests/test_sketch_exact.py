@@ -18,7 +18,7 @@ from gpucore.im.sketch import difuser
 from gpucore.im.sketch.cpu import CPUEngine
 from gpucore.im.sketch.hashing import world_keys
 from gpucore.im.sketch.layout import score_table
-from tests.sketch_reference import ReferenceSketch, reference_difuser
+from tests.sketch_reference import ReferenceSketch, live_matrix, reference_difuser
 
 CPU = get_backend("cpu")
 
@@ -36,7 +36,7 @@ def small():
 
 
 def engine(graph, seed, worlds, sampling, first=0, stop=None, fasst=True):
-    keys = world_keys(seed, worlds, first, worlds if stop is None else stop, sampling, fasst)
+    keys = world_keys(seed, worlds, np.arange(first, worlds if stop is None else stop), sampling, fasst)
     return CPUEngine(graph, keys, seed, CPU)
 
 
@@ -121,18 +121,41 @@ def test_world_split_adds_up(small, sampling):
         assert sum(p.visited_count() for p in parts) == full.visited_count()
 
 
-def test_world_range_alone_and_whole(small):
-    whole = difuser(small, 4, registers=64, seed=8, backend="cpu")
-    again = difuser(small, 4, registers=64, seed=8, backend="cpu", world_range=(0, 64))
-    assert whole["seed_ids"] == again["seed_ids"] and whole["world_range"] == [0, 64]
-    half = difuser(small, 4, registers=64, seed=8, backend="cpu", world_range=(32, 64), refine=0)
-    assert half["world_range"] == [32, 64] and half["registers"] == 64
-    ref = ReferenceSketch(small, 8, 64, "keyed")
-    ref.live, ref.start = ref.live[32:], ref.start[32:]  # the reference restricted to worlds 32..63
-    ref.visited, ref.registers, ref.worlds = ref.visited[32:], ref.registers[32:], 32
+def test_scattered_worlds_alone(small):
+    """A process holding worlds that are not a range (a naive share under FASST worlds) has exactly
+    the reference's registers of those worlds."""
+    ids = np.array([1, 5, 6, 40] + list(range(100, 128)))
+    ref = ReferenceSketch(small, 8, 128, "xor")
+    ref.live, ref.start = ref.live[ids], ref.start[ids]  # the reference restricted to those worlds
+    ref.visited, ref.registers, ref.worlds = ref.visited[ids], ref.registers[ids], ids.size
     ref.build()
-    s = int(np.argmax(ref.scores(score_table("log", small.n))))
-    assert half["seed_ids"][0] == s
+    eng = CPUEngine(small, world_keys(8, 128, ids, "xor", True), 8, CPU)
+    eng.fill()
+    eng.simulate()
+    np.testing.assert_array_equal(eng.host_registers(), ref.registers.T)
+    ref.cascade(3)
+    eng.cascade(3)
+    np.testing.assert_array_equal(eng.host_registers(), ref.registers.T)
+    assert eng.visited_count() == int(ref.visited.sum())
+
+
+@pytest.mark.parametrize("sampling", ["xor", "keyed"])
+def test_local_graph_is_the_arcs_live_in_some_world(small, sampling):
+    """The local graph of worlds ``ids``: by definition from the reference's live matrix."""
+    ids = np.array([0, 3, 7, 9, 60, 61])
+    live = live_matrix(small, 4, 64, sampling)[ids].any(axis=0)  # [m]: live in one of those worlds
+    eng = CPUEngine(small, world_keys(4, 64, ids, sampling, True), 4, CPU)
+    local = eng.local
+    src = np.repeat(np.arange(small.n), np.diff(small.out_indptr))
+    kept = np.flatnonzero(live)
+    assert local.arcs == kept.size < small.m
+    np.testing.assert_array_equal(np.diff(local.indptr), np.bincount(src[kept], minlength=small.n))
+    np.testing.assert_array_equal(local.dst, small.out_dst[kept])
+    if sampling == "keyed":
+        np.testing.assert_array_equal(local.words, kept)  # the global arc ids the coins hash
+    touched = np.zeros(small.n, dtype=bool)
+    touched[src[kept]] = touched[small.out_dst[kept]] = True
+    assert local.vertices == int(touched.sum())
 
 
 def test_ties_go_to_the_lowest_id():
@@ -165,7 +188,9 @@ def test_result_fields(small):
     assert res["kind"] == "im" and res["algorithm"] == "DiFuseR" and res["model"] == "IC" and res["k"] == 3
     assert res["graph"] == {"path": str(small.path), "sha256": small.sha256, "n": small.n, "m": small.m}
     assert res["seeds"] == res["seed_ids"]  # from_arcs keeps the ids
-    assert set(res["seconds_by_phase"]) == {"fill", "simulate", "cascade", "select", "refine"}
+    assert set(res["seconds_by_phase"]) == {"local_graph", "fill", "simulate", "cascade", "select", "refine"}
+    assert res["ranks"] == 1 and res["world_split"] == "fasst" and "communication" not in res
+    assert res["per_rank"]["worlds"] == [32] and res["per_rank"]["local_arcs"][0] <= small.m
     assert res["register_bytes"] == small.n * 32 and res["sampling"] == "keyed" and res["estimator"] == "log"
     assert res["spread_after_seed"] == sorted(res["spread_after_seed"]) and res["spread_after_seed"][0] >= 1.0
 

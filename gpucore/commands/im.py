@@ -17,6 +17,7 @@ from gpucore.commands.common import (
 )
 from gpucore.errors import GpucoreError
 from gpucore.im.sketch.hashing import DEFAULT_SAMPLING, SAMPLINGS
+from gpucore.im.sketch.split import DEFAULT_SPLIT, SPLITS
 
 HELP = ("influence maximization: IMM (gIM or fused sampler + GPU greedy), multi-round IM (--rounds T) or "
         "DiFuseR (--algorithm difuser); JSON result; over several GPUs with mpiexec -n N (the same answer)")
@@ -51,6 +52,10 @@ def add_arguments(parser) -> None:
     group.add_argument("--sampling", default=DEFAULT_SAMPLING, choices=SAMPLINGS,
                        help=f"xor (the paper's hash-xor worlds) or keyed (independent coins; docs/difuser.md says "
                             f"why it is the default) ({DEFAULT_SAMPLING})")
+    group.add_argument("--world-split", default=DEFAULT_SPLIT, choices=SPLITS,
+                       help=f"how the worlds are dealt to the ranks under mpiexec: fasst (by sorted world numbers: "
+                            f"smaller local graphs) or naive (in draw order); the answer is the same "
+                            f"({DEFAULT_SPLIT})")
     parser.add_argument("--verify", type=int, default=0, metavar="RUNS",
                         help="also estimate the seeds' spread with the independent oracle (RUNS Monte-Carlo runs)")
     add_seed_option(parser, "seed of the oracle's Monte-Carlo runs", flag="--verify-seed", default=1)
@@ -100,5 +105,5 @@ def run_difuser(graph, args) -> dict:
     if args.rounds != 1:
         raise GpucoreError(f"--rounds {args.rounds}: DiFuseR selects one round of seeds")
     return difuser(graph, args.k, registers=args.registers, rebuild_threshold=args.rebuild_threshold,
-                   sampling=args.sampling, refine=args.refine, seed=args.seed, backend=args.backend,
-                   memory_limit=args.memory_budget)
+                   sampling=args.sampling, refine=args.refine, world_split=args.world_split, seed=args.seed,
+                   backend=args.backend, memory_limit=args.memory_budget)

@@ -44,7 +44,7 @@ def star_graph(leaves=3000):
 def engines(graph, sampling, worlds, seed=5):
     from gpucore.im.sketch.cuda import CUDAEngine
 
-    keys = world_keys(seed, worlds, 0, worlds, sampling, True)
+    keys = world_keys(seed, worlds, np.arange(worlds), sampling, True)
     return CPUEngine(graph, keys, seed, get_backend("cpu")), CUDAEngine(graph, keys, seed, cuda())
 
 
@@ -96,7 +96,7 @@ def test_world_ranges_add_up_on_the_gpu():
     table = cuda().asarray(score_table("linear", g.n))
     from gpucore.im.sketch.cuda import CUDAEngine
 
-    parts = [CUDAEngine(g, world_keys(6, 256, a, a + 64, "xor", True), 6, cuda()) for a in range(0, 256, 64)]
+    parts = [CUDAEngine(g, world_keys(6, 256, np.arange(a, a + 64), "xor", True), 6, cuda()) for a in range(0, 256, 64)]
     _cpu, full = engines(g, "xor", 256, seed=6)
     for e in [full, *parts]:
         e.fill()

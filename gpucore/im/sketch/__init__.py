@@ -15,9 +15,11 @@ Structure (the amcss model: math / layout / backend contract / driver / twin bac
 - ``hashing``  Murmur3 edge hashes, per-world keys (X_r with FASST sorting, keyed coins), register
                hashes: pure functions of (run seed, global index).
 - ``arcs``     fixed-point thresholds W_e = floor(p 2^31), arc hashes, merging parallel arcs.
-- ``layout``   the int8 register matrix (vertex-major, -1 = visited), the worlds a process holds,
-               the selection-score tables, memory needed.
-- ``driver``   Algorithm 4 (greedy loop, rebuild rule, reductions over processes), result dict.
+- ``layout``   the int8 register matrix (vertex-major, -1 = visited), the selection-score tables,
+               memory needed.
+- ``split``    which worlds each rank holds: the naive split or FASST, shares of 32 worlds.
+- ``local``    a process's local graph: the arcs live in at least one of its worlds.
+- ``driver``   Algorithm 4 (greedy loop, rebuild rule, reductions over ranks), result dict.
 - ``cpu``      the CPU engine (Numba): the reference.
 - ``cuda``     the CUDA engine (CuPy + ``gpucore/kernels/sketch/*.cu``), ``emulated`` the same kernels
                run by the CPU emulator.
@@ -33,6 +35,6 @@ The engine contract (both backends), called by the driver
 do not depend on the order of work), and so are the scores and seeds.
 """
 
-from gpucore.im.sketch.driver import LocalReduction, difuser
+from gpucore.im.sketch.driver import difuser
 
-__all__ = ["LocalReduction", "difuser"]
+__all__ = ["difuser"]

@@ -3,6 +3,8 @@
 Same registers, same keys, same fixpoints as the CUDA backend (``gpucore.im.sketch.cuda``); only the
 order of work differs, and the results do not depend on it:
 
+- ``local_arcs``: the engine's arcs are its local graph (``gpucore.im.sketch.local``): the arcs live in
+  one of its worlds (``live_anywhere``), each with its word (xor hash, or global id for the keyed coin).
 - ``fill``: Algorithm 1 with the pitfall-3 fix: every register that is not -1 restarts at
   ``clz64(h_r(u))``; ``prange`` over vertices.
 - ``simulate``: Algorithm 2, pull-based sweeps in place (``prange`` over u, then its out-arcs, then
@@ -28,6 +30,7 @@ from numba import njit, prange
 from gpucore.im.sketch.arcs import arc_hashes, thresholds
 from gpucore.im.sketch.hashing import live, murmur_seed, register_start
 from gpucore.im.sketch.layout import REGISTER_DTYPE, VISITED
+from gpucore.im.sketch.local import LocalArcs, compact, live_anywhere
 
 
 @njit(parallel=True, cache=True)
@@ -41,7 +44,7 @@ def fill(registers, register_keys):
 
 
 @njit(parallel=True, cache=True)
-def simulate_sweep(indptr, dst, hashes, thr, live_keys, keyed, registers, dirty, changed):
+def simulate_sweep(indptr, dst, words, thr, live_keys, keyed, registers, dirty, changed):
     """One pull sweep of Algorithm 2 in place over the vertices with an out-neighbour in ``dirty``
     (all of them when ``dirty`` is None); changed[u] = 1 when a register of u grew."""
     n, worlds = registers.shape
@@ -62,11 +65,11 @@ def simulate_sweep(indptr, dst, hashes, thr, live_keys, keyed, registers, dirty,
                 for j in range(worlds):
                     mu = registers[u, j]
                     mv = registers[v, j]
-                    if mu != VISITED and mv > mu and live(keyed, live_keys[j], 0, e, thr[e]):
+                    if mu != VISITED and mv > mu and live(keyed, live_keys[j], words[e], thr[e]):
                         registers[u, j] = mv
                         grew = True
             else:  # branch-free over the row (32-bit keys and hashes): the loop vectorises
-                h = hashes[e]
+                h = words[e]
                 w = thr[e]
                 for j in range(worlds):
                     mu = registers[u, j]
@@ -78,7 +81,7 @@ def simulate_sweep(indptr, dst, hashes, thr, live_keys, keyed, registers, dirty,
 
 
 @njit(inline="always", cache=True)
-def world_search(indptr, dst, hashes, thr, live_keys, keyed, registers, j, start, stack, mark, stamp):
+def world_search(indptr, dst, words, thr, live_keys, keyed, registers, j, start, stack, mark, stamp):
     """Depth-first search in world j from ``start`` over live arcs into vertices not visited there;
     returns how many it reaches (start included). ``stamp == 0``: sets their registers to -1 (a
     cascade); ``stamp > 0``: marks them with it in ``mark`` and changes no register (a probe)."""
@@ -96,8 +99,7 @@ def world_search(indptr, dst, hashes, thr, live_keys, keyed, registers, j, start
             w = dst[e]
             if registers[w, j] == VISITED or (stamp and mark[w] == stamp):
                 continue
-            h = np.uint64(0) if keyed else np.uint64(hashes[e])
-            if live(keyed, live_keys[j], h, e, thr[e]):
+            if live(keyed, live_keys[j], words[e], thr[e]):
                 if stamp:
                     mark[w] = stamp
                 else:
@@ -109,7 +111,7 @@ def world_search(indptr, dst, hashes, thr, live_keys, keyed, registers, j, start
 
 
 @njit(parallel=True, cache=True)
-def cascade_worlds(indptr, dst, hashes, thr, live_keys, keyed, registers, seed, chunks):
+def cascade_worlds(indptr, dst, words, thr, live_keys, keyed, registers, seed, chunks):
     """Set every (v, world) reachable from ``seed`` to -1; returns the number of registers newly set."""
     n, worlds = registers.shape
     newly = np.zeros(chunks, dtype=np.int64)
@@ -117,13 +119,13 @@ def cascade_worlds(indptr, dst, hashes, thr, live_keys, keyed, registers, seed, 
         stack = np.empty(n, dtype=np.int32)
         for j in range(worlds * c // chunks, worlds * (c + 1) // chunks):
             if registers[seed, j] != VISITED:  # visited sets are forward-closed: nothing new otherwise
-                newly[c] += world_search(indptr, dst, hashes, thr, live_keys, keyed, registers, j, seed, stack,
+                newly[c] += world_search(indptr, dst, words, thr, live_keys, keyed, registers, j, seed, stack,
                                          stack, 0)
     return newly.sum()
 
 
 @njit(parallel=True, cache=True)
-def exact_gains(indptr, dst, hashes, thr, live_keys, keyed, registers, candidates, chunks):
+def exact_gains(indptr, dst, words, thr, live_keys, keyed, registers, candidates, chunks):
     """gains[i] = the registers a cascade from candidates[i] would newly set to -1 (nothing changes)."""
     n, worlds = registers.shape
     part = np.zeros((chunks, candidates.shape[0]), dtype=np.int64)
@@ -135,7 +137,7 @@ def exact_gains(indptr, dst, hashes, thr, live_keys, keyed, registers, candidate
             for i in range(candidates.shape[0]):
                 if registers[candidates[i], j] != VISITED:
                     stamp += 1
-                    part[c, i] += world_search(indptr, dst, hashes, thr, live_keys, keyed, registers, j,
+                    part[c, i] += world_search(indptr, dst, words, thr, live_keys, keyed, registers, j,
                                                candidates[i], stack, mark, stamp)
     return part.sum(axis=0)
 
@@ -169,6 +171,17 @@ def argmax_free(scores, chosen):
     return best
 
 
+def local_arcs(graph, live_keys, keyed: bool, seed: int) -> LocalArcs:
+    """The arcs of ``graph`` live in at least one of the worlds of ``live_keys`` (``gpucore.im.sketch.local``)."""
+    indptr = np.ascontiguousarray(graph.out_indptr, dtype=np.int64)
+    dst = np.ascontiguousarray(graph.out_dst, dtype=np.int32)
+    thr = thresholds(np.asarray(graph.out_prob), str(graph.path))
+    hashes = np.zeros(1, dtype=np.uint32) if keyed else arc_hashes(indptr, dst, np.uint64(murmur_seed(seed)))
+    flags = np.empty(thr.shape[0], dtype=np.uint8)
+    live_anywhere(hashes, thr, live_keys, keyed, flags)
+    return compact(np, int(graph.n), indptr, dst, thr, hashes, keyed, flags, np.int64)
+
+
 class CPUEngine:
     """DiFuseR's registers and kernels on the CPU for the worlds of ``keys`` (a ``WorldKeys``)."""
 
@@ -178,19 +191,15 @@ class CPUEngine:
         self.backend = backend
         self.n = int(graph.n)
         self.keyed = keys.keyed
-        self.indptr = np.ascontiguousarray(graph.out_indptr, dtype=np.int64)
-        self.dst = np.ascontiguousarray(graph.out_dst, dtype=np.int32)
-        self.thr = thresholds(np.asarray(graph.out_prob), str(graph.path))
-        if self.keyed:
-            self.hashes = np.zeros(1, dtype=np.uint32)
-        else:
-            self.hashes = arc_hashes(self.indptr, self.dst, np.uint64(murmur_seed(seed)))
         # xor world numbers fit 32 bits (the hashes' range); keyed coin prefixes are 64-bit
         self.live_keys = keys.live if self.keyed else keys.live.astype(np.uint32)
         self.register_keys = keys.register
-        self.registers = np.zeros((self.n, keys.stop - keys.first), dtype=REGISTER_DTYPE)
+        self.local = local_arcs(graph, self.live_keys, self.keyed, seed)
+        self.indptr, self.dst, self.thr, self.words = (self.local.indptr, self.local.dst, self.local.thr,
+                                                       self.local.words)
+        self.registers = np.zeros((self.n, keys.count), dtype=REGISTER_DTYPE)
         self._changed = np.zeros((2, self.n), dtype=np.uint8)
-        self._chunks = int(min(keys.stop - keys.first, 4 * numba.get_num_threads()))
+        self._chunks = int(min(keys.count, 4 * numba.get_num_threads()))
         self._visited = 0
 
     def synchronize(self) -> None:
@@ -208,7 +217,7 @@ class CPUEngine:
         sweeps = 0
         dirty = None
         while True:
-            simulate_sweep(self.indptr, self.dst, self.hashes, self.thr, self.live_keys, self.keyed,
+            simulate_sweep(self.indptr, self.dst, self.words, self.thr, self.live_keys, self.keyed,
                            self.registers, dirty, self._changed[sweeps % 2])
             dirty = self._changed[sweeps % 2]
             sweeps += 1
@@ -217,7 +226,7 @@ class CPUEngine:
 
     def cascade(self, seed: int) -> int:
         """Activate ``seed`` in every world and propagate; returns the registers newly set to -1."""
-        newly = int(cascade_worlds(self.indptr, self.dst, self.hashes, self.thr, self.live_keys, self.keyed,
+        newly = int(cascade_worlds(self.indptr, self.dst, self.words, self.thr, self.live_keys, self.keyed,
                                    self.registers, np.int64(seed), self._chunks))
         self._visited += newly
         return newly
@@ -228,7 +237,7 @@ class CPUEngine:
     def gains(self, candidates) -> np.ndarray:
         """Exact marginal gains (newly visited registers) of ``candidates`` on these worlds, int64."""
         chunks = int(min(self.registers.shape[1], numba.get_num_threads()))
-        return exact_gains(self.indptr, self.dst, self.hashes, self.thr, self.live_keys, self.keyed, self.registers,
+        return exact_gains(self.indptr, self.dst, self.words, self.thr, self.live_keys, self.keyed, self.registers,
                            np.asarray(candidates, dtype=np.int64), chunks)
 
     def scores(self, table: np.ndarray) -> np.ndarray:

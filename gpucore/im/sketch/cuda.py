@@ -3,7 +3,9 @@
 The paper's mapping (section 3): one block per vertex, one thread per world; the worlds of a process
 are launched in slices of at most ``SLICE`` = 1024 (the block-size limit), each slice a launch of its
 own over the same arrays. Per solve: the graph's out-CSR, thresholds W_e (computed on the device),
-arc hashes (``sk_arc_hashes``, xor sampling) and the per-world keys go to the device once.
+arc hashes (``sk_arc_hashes``, xor sampling) and the per-world keys go to the device once; then
+``sk_live_any`` flags the arcs live in one of the process's worlds, the local graph keeps those alone
+(``gpucore.im.sketch.local``) and the whole graph's arrays are freed.
 
 - ``fill``: ``sk_fill`` per slice;
 - ``simulate``: sweeps of ``sk_simulate`` per slice until the global changed flag stays 0; from the
@@ -26,6 +28,7 @@ from gpucore.errors import GpucoreError
 from gpucore.im.sketch.arcs import thresholds
 from gpucore.im.sketch.hashing import murmur_seed
 from gpucore.im.sketch.layout import VISITED
+from gpucore.im.sketch.local import LocalArcs, compact
 from gpucore.kernels import load_module
 
 #: most worlds per launch (threads per block)
@@ -51,11 +54,12 @@ class CUDAEngine:
         if graph.m >= 2**31:
             raise GpucoreError(f"{graph.path}: {graph.m:,} arcs; the DiFuseR CUDA kernels need fewer than 2^31")
         self.keyed = 1 if keys.keyed else 0
-        self.worlds = keys.stop - keys.first
+        self.worlds = keys.count
         self.slices = [(j0, min(slice_width, self.worlds - j0)) for j0 in range(0, self.worlds, slice_width)]
         build = self._load("sketch/sketch_build")
         select = self._load("sketch/sketch_select")
         self.k_hashes = build.get_function("sk_arc_hashes")
+        self.k_live_any = build.get_function("sk_live_any")
         self.k_fill = build.get_function("sk_fill")
         self.k_simulate = build.get_function("sk_simulate")
         self.k_cascade = select.get_function("sk_cascade")
@@ -66,18 +70,12 @@ class CUDAEngine:
         self.k_argmax = select.get_function("sk_argmax")
 
         be = backend
-        self.indptr = be.asarray(np.ascontiguousarray(graph.out_indptr, dtype=np.int64), what="out-CSR offsets")
-        self.dst = be.asarray(np.ascontiguousarray(graph.out_dst, dtype=np.int32), what="out-CSR targets")
-        prob = be.asarray(np.ascontiguousarray(graph.out_prob, dtype=np.float32), what="edge probabilities")
-        self.thr = thresholds(prob, str(graph.path))
-        del prob
         self.blocks = int(blocks or self._default_blocks())
-        self.hashes = be.zeros((max(1, graph.m) if not keys.keyed else 1,), np.uint32, what="arc hashes")
-        if not keys.keyed and graph.m:
-            self.k_hashes((self._grid(self.n * 32, 256),), (256,),
-                          (self.indptr, self.dst, _i64(self.n), np.uint32(murmur_seed(seed)), self.hashes))
         self.live_keys = be.asarray(keys.live, what="world keys")
         self.register_keys = be.asarray(keys.register, what="register keys")
+        self.local = self._local_arcs(graph, seed)
+        self.indptr, self.dst, self.thr, self.words = (self.local.indptr, self.local.dst, self.local.thr,
+                                                       self.local.words)
         self.registers = be.zeros((self.n, self.worlds), np.int8, what=f"registers ({self.n:,} x {self.worlds})")
         self._flat = self.registers.reshape(-1)
         self.changed = be.zeros((2, self.n), np.uint8, what="changed flags")
@@ -92,6 +90,25 @@ class CUDAEngine:
         self.marks = None
         self.block_value = be.empty((REDUCE_BLOCKS,), np.int64, what="argmax values")
         self.block_vertex = be.empty((REDUCE_BLOCKS,), np.int64, what="argmax vertices")
+
+    def _local_arcs(self, graph, seed: int) -> LocalArcs:
+        """The arcs live in at least one of these worlds (``gpucore.im.sketch.local``), built on the
+        device from the whole graph's arrays, which are freed afterwards."""
+        be, n, m = self.backend, self.n, int(graph.m)
+        indptr = be.asarray(np.ascontiguousarray(graph.out_indptr, dtype=np.int64), what="out-CSR offsets")
+        dst = be.asarray(np.ascontiguousarray(graph.out_dst, dtype=np.int32), what="out-CSR targets")
+        prob = be.asarray(np.ascontiguousarray(graph.out_prob, dtype=np.float32), what="edge probabilities")
+        thr = thresholds(prob, str(graph.path))
+        del prob
+        hashes = be.zeros((max(1, m) if not self.keyed else 1,), np.uint32, what="arc hashes")
+        if not self.keyed and m:
+            self.k_hashes((self._grid(n * 32, 256),), (256,),
+                          (indptr, dst, _i64(n), np.uint32(murmur_seed(seed)), hashes))
+        flags = be.zeros((max(1, m),), np.uint8, what="local arc flags")[:m]
+        if m:
+            self.k_live_any((self._grid(m, 256),), (256,), (hashes, thr, self.live_keys, np.int32(self.keyed),
+                                                            _i64(self.worlds), _i64(m), flags))
+        return compact(self.xp, n, indptr, dst, thr, hashes, bool(self.keyed), flags, np.uint32)
 
     # ---- device facts (the emulator overrides these) ----------------------------------------
     def _load(self, name):
@@ -128,7 +145,7 @@ class CUDAEngine:
             self.any.fill(0)
             for j0, width in self.slices:
                 self.k_simulate(grid, (width,), (
-                    self.indptr, self.dst, self.hashes, self.thr, self.live_keys, np.int32(self.keyed), self._flat,
+                    self.indptr, self.dst, self.words, self.thr, self.live_keys, np.int32(self.keyed), self._flat,
                     _i64(self.n), _i64(self.worlds), _i64(j0), prev, np.int32(1 if sweeps else 0), cur, self.any))
             sweeps += 1
             if not self._scalar(self.any):
@@ -152,7 +169,7 @@ class CUDAEngine:
             self.queue, self.next = self.next, self.queue
 
     def _arcs(self):
-        return (self.indptr, self.dst, self.hashes, self.thr, self.live_keys, np.int32(self.keyed), self._flat,
+        return (self.indptr, self.dst, self.words, self.thr, self.live_keys, np.int32(self.keyed), self._flat,
                 _i64(self.worlds))
 
     def cascade(self, seed: int) -> None:

@@ -4,49 +4,62 @@
 
 1. Fill-Sketches, then Simulate until no register changes;
 2. for i = 1..k: scores = the per-vertex sums over the worlds (``layout.score_table``), summed over
-   the processes by ``reduction``; the seed is the argmax among vertices not chosen yet (ties to the
+   the ranks (``Reduction``); the seed is the argmax among vertices not chosen yet (ties to the
    lowest id). With ``refine = L > 1`` (our addition, docs/difuser.md) the L best of them are
    candidates and the seed is the one of largest *exact* marginal gain on the worlds (the registers
-   a cascade from it would newly set to -1, summed over the processes; ties to the lowest id).
+   a cascade from it would newly set to -1, summed over the ranks; ties to the lowest id).
    Cascade from the seed (it becomes -1 in every world first, pitfall 3); the internal spread
    estimate is the number of -1 registers over the worlds, divided by the number of worlds;
 3. rebuild (Fill-Sketches, which resets only non-visited registers, then Simulate) when
    ``(score - oldscore) / score > rebuild_threshold`` (the pseudocode's test, pitfall 2), and set
    oldscore = score. The rebuild after the k-th seed would not change the answer and is skipped.
 
-Several processes (issue 17) pass ``world_range`` (the worlds this one holds) and a ``reduction``
-with ``sum_int(int) -> int`` and ``sum_array(array) -> array`` (an all-reduce of per-vertex int64
-score parts and of counts); every process then takes the same argmax, so no broadcast is needed.
-``LocalReduction`` (the default) is one process. The score parts are integers, so the sums, and the
-seeds, are the same for every split of the worlds.
+Several ranks (issue 17, ``docs/multigpu.md``): ``comm`` (default ``gpucore.dist.current()``) and
+``world_split`` (``gpucore.im.sketch.split``: naive or FASST) give each rank its worlds, in shares
+of 32; each rank builds its engine on its local graph (the arcs live in one of its worlds,
+``gpucore.im.sketch.local``). Per seed, the per-vertex int64 score parts (and the refinement's gains)
+are all-reduced (NCCL on the device under ``NCCLComm``, MPI otherwise), every rank takes the same
+argmax, so no broadcast is needed; the visited counts are all-reduced too. The score parts are
+integers, so the sums, the seeds and the spread are the same for every split and every number of
+ranks. The collectives run through a ``TimedComm``: their seconds are the ``communication`` phase.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from gpucore.backend import available_ram, get_backend
+from gpucore.dist import current, same_everywhere
+from gpucore.dist.timed import COMMUNICATION, NestedPhases, TimedComm
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.sketch.hashing import DEFAULT_SAMPLING, SAMPLINGS, world_keys
-from gpucore.im.sketch.layout import ESTIMATORS, bytes_needed, score_table, worlds_of
+from gpucore.im.sketch.layout import ESTIMATORS, bytes_needed, check_registers, score_table
+from gpucore.im.sketch.split import DEFAULT_SPLIT, check_split, rank_worlds, world_order
 from gpucore.progress import status
 from gpucore.timing import Phases
 
-PHASES = ("fill", "simulate", "cascade", "select", "refine")
+PHASES = ("local_graph", "fill", "simulate", "cascade", "select", "refine")
 #: most candidates whose exact gains are computed per seed
 MAX_REFINE = 1024
 
 
-class LocalReduction:
-    """The reduction of one process holding all its worlds: sums are the values themselves."""
+class Reduction:
+    """Sums over the ranks of a run (every method collective), timed as ``communication``."""
+
+    def __init__(self, comm, phases):
+        self.comm = TimedComm(comm, phases) if comm.size > 1 else None
 
     def sum_int(self, value: int) -> int:
-        return int(value)
+        if self.comm is None:
+            return int(value)
+        return int(self.comm.allreduce(np.array([int(value)], dtype=np.int64))[0])
 
     def sum_array(self, array):
-        return array
+        """The element-wise sum over ranks of an int64 array (a device array stays on the device)."""
+        return array if self.comm is None else self.comm.allreduce(array)
+
+    def record(self) -> dict | None:
+        return None if self.comm is None else {"collectives": self.comm.calls, "bytes": self.comm.bytes}
 
 
 def make_engine(graph, keys, seed: int, backend):
@@ -90,9 +103,9 @@ def check_parameters(graph, k, rebuild_threshold, sampling: str, estimator: str,
     return int(k)
 
 
-def check_memory(graph, worlds, keyed: bool, marks: bool, backend, memory_limit: int | None) -> int:
+def check_memory(graph, worlds: int, marks: bool, backend, memory_limit: int | None) -> int:
     """Bytes the solve needs; OutOfMemoryError naming them when they exceed the budget."""
-    need = bytes_needed(graph.n, graph.m, worlds.count, keyed, marks)
+    need = bytes_needed(graph.n, graph.m, worlds, marks)
     if memory_limit is not None:
         budget = int(memory_limit)
     elif backend.is_cuda:
@@ -101,8 +114,8 @@ def check_memory(graph, worlds, keyed: bool, marks: bool, backend, memory_limit:
         budget = int(available_ram() * 0.85)
     if need > budget:
         raise OutOfMemoryError(
-            f"DiFuseR needs about {format_bytes(need)} ({graph.n:,} vertices x {worlds.count} registers = "
-            f"{format_bytes(graph.n * worlds.count)} of registers, plus the arcs) but {format_bytes(budget)} is "
+            f"DiFuseR needs about {format_bytes(need)} ({graph.n:,} vertices x {worlds} registers = "
+            f"{format_bytes(graph.n * worlds)} of registers, plus the arcs) but {format_bytes(budget)} is "
             f"available on {backend.name}; lower --registers")
     return need
 
@@ -116,29 +129,53 @@ def difuser(
     seed: int = 0,
     backend="auto",
     *,
-    world_range=None,
     fasst: bool = True,
     estimator: str = "log",
     refine: int = 32,
-    reduction=None,
+    world_split: str = DEFAULT_SPLIT,
+    comm=None,
     memory_limit: int | None = None,
 ) -> dict:
-    """Run DiFuseR; returns a result dict of kind ``im`` (see ``docs/difuser.md``)."""
-    t_start = time.perf_counter()
+    """Run DiFuseR; returns a result dict of kind ``im`` (see ``docs/difuser.md``). ``comm``: the ranks
+    that share the run (default ``current()``): every rank calls ``difuser`` with the same arguments
+    and gets the same result, identical to a one-process run whatever ``world_split``."""
+    clock = Phases(("call",))
+    with clock.phase("call"):
+        result = _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fasst, estimator, refine,
+                          world_split, current() if comm is None else comm, memory_limit)
+    result["seconds"] = clock.seconds["call"]
+    return result
+
+
+def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fasst, estimator, refine, world_split,
+             comm, memory_limit) -> dict:
+    """The body of ``difuser`` (its ``seconds`` are added by the caller)."""
     sampling = DEFAULT_SAMPLING if sampling is None else sampling
+    if comm.size > 1:  # first: arguments that differ would fail on some ranks only
+        same_everywhere(comm, "DiFuseR", {
+            "graph": graph.sha256, "k": k, "registers": registers, "rebuild_threshold": rebuild_threshold,
+            "sampling": sampling, "seed": seed, "backend": getattr(backend, "name", backend), "fasst": fasst,
+            "estimator": estimator, "refine": refine, "world_split": world_split, "memory_limit": memory_limit})
     k = check_parameters(graph, k, rebuild_threshold, sampling, estimator, refine)
     refine = int(refine)
-    worlds = worlds_of(registers, world_range)
-    reduction = reduction or LocalReduction()
+    total = check_registers(registers)
+    check_split(world_split)
+    ids = rank_worlds(world_order(int(seed), total, sampling, bool(fasst), world_split), comm.size, comm.rank)
     be = get_backend(backend) if isinstance(backend, str) else backend
-    need = check_memory(graph, worlds, sampling == "keyed", refine > 1, be, memory_limit)
+    if comm.size > 1:
+        same_everywhere(comm, "DiFuseR", {"backend": be.name})  # "auto" must resolve alike: NCCL and MPI do not mix
+        comm.allreduce(be.zeros((1,), np.int64, what="warm-up"))  # NCCL starts here, outside the timed phases
+        phases = NestedPhases(PHASES + (COMMUNICATION,), sync=be.synchronize)
+    else:
+        phases = Phases(PHASES, sync=be.synchronize)
+    reduction = Reduction(comm, phases)
+    need = check_memory(graph, ids.shape[0], refine > 1, be, memory_limit)
     be.reset_peak()
-    keys = world_keys(int(seed), worlds.total, worlds.first, worlds.stop, sampling, bool(fasst))
-    engine = make_engine(graph, keys, int(seed), be)
+    keys = world_keys(int(seed), total, ids, sampling, bool(fasst))
+    with phases.phase("local_graph"):
+        engine = make_engine(graph, keys, int(seed), be)
     table = be.asarray(score_table(estimator, graph.n), what="score table")
     chosen = be.zeros((graph.n,), np.uint8, what="chosen flags")
-    world_count = reduction.sum_int(worlds.count)
-    phases = Phases(PHASES, sync=be.synchronize)
 
     def build(after: int) -> dict:
         with phases.phase("fill"):
@@ -166,24 +203,29 @@ def difuser(
             engine.cascade(s)
             visited = reduction.sum_int(engine.visited_count())
         seed_ids.append(int(s))
-        score = visited / world_count
+        score = visited / total
         spreads.append(score)
         if i + 1 < k and (score - oldscore) / score > rebuild_threshold:
             builds.append(build(i + 1))
             oldscore = score
     peak = be.peak_memory()
+    mine = {"worlds": int(ids.shape[0]), **engine.local.sizes(), "build_sweeps": [b["sweeps"] for b in builds],
+            "seconds_by_phase": dict(phases.seconds), "peak_device_memory": int(peak)}
+    everyone = [mine] if comm.size == 1 else comm.allgather(mine)
+    for i, b in enumerate(builds):  # a rank sweeps until its own worlds settle: the slowest one counts
+        b["sweeps"] = max(r["build_sweeps"][i] for r in everyone)
     orig = np.asarray(graph.original_id)
-    return {
+    result = {
         "kind": "im",
         "graph": {"path": str(graph.path), "sha256": graph.sha256, "n": int(graph.n), "m": int(graph.m)},
         "algorithm": "DiFuseR",
         "model": "IC",
         "k": k,
         "run_seed": int(seed),
-        "registers": worlds.total,
-        "world_range": worlds.to_list(),
+        "registers": total,
         "sampling": sampling,
         "fasst": bool(fasst),
+        "world_split": world_split,
         "estimator": estimator,
         "rebuild_threshold": float(rebuild_threshold),
         "refine": refine,
@@ -195,10 +237,15 @@ def difuser(
         "builds": builds,
         "rebuild_rounds": len(builds) - 1,
         "simulate_sweeps": int(sum(b["sweeps"] for b in builds)),
-        "seconds": time.perf_counter() - t_start,
+        "seconds": 0.0,
         "seconds_by_phase": dict(phases.seconds),
         "bytes_needed": int(need),
-        "register_bytes": int(graph.n) * worlds.count,
+        "register_bytes": int(graph.n) * int(ids.shape[0]),
         "peak_device_memory": int(peak),
         "backend": be.device_info(),
+        "ranks": int(comm.size),
+        "per_rank": {key: [r[key] for r in everyone] for key in mine},
     }
+    if comm.size > 1:
+        result["communication"] = reduction.record()
+    return result

@@ -2,8 +2,8 @@
 
 Göktürk & Kaya, "DiFuseR: a distributed sketch-based influence maximization algorithm for GPUs"
 (arXiv 2410.14047), section 2.2 (hash-based fused sampling, Eqs. 1-2) and 2.3 (sketches, Eq. 3).
-Every value here is a pure function of the run seed and a global index, so a rank that holds the
-worlds [w0, w1) of R computes exactly its share of the single-process values.
+Every value here is a pure function of the run seed and a global index, so a rank that holds some
+of the R worlds (``gpucore.im.sketch.split``) computes exactly its share of the single-process values.
 
 - Edge hash (Eq. 1): ``h(u, v) = Murmur3_x86_32(u || v, seed32) mod 2^31``, the key being the two
   internal ids as little-endian 32-bit words and ``seed32 = mix(seed, SKETCH_EDGE) mod 2^32``.
@@ -11,13 +11,14 @@ worlds [w0, w1) of R computes exactly its share of the single-process values.
 - World numbers (xor sampling): ``X'_i = mix(seed, SKETCH_X, i) >> 33`` for i < R (31 bits, the
   edge hash's range). With FASST (``fasst=True``, section 4.1) world r takes the r-th smallest
   ``X'`` (sorting over all R worlds, so the split into ranks does not change any world), otherwise
-  ``X_r = X'_r``.
+  ``X_r = X'_r``. (How worlds are dealt to ranks is ``gpucore.im.sketch.split``: it never changes a world.)
 - Live test, both samplings compare a 31-bit value with the arc's fixed-point threshold
   ``W_e = floor(p_e 2^31)`` (``gpucore.im.sketch.arcs``), so an arc is live with probability
   ``W_e / 2^31`` (within 2^-31 of p_e):
   ``xor``   (Eq. 2, the paper's): live in world r iff ``(X_r XOR h(e)) < W_e``;
   ``keyed`` (an independent coin per arc and world): iff ``(mix(seed, SKETCH_COIN, r, e) >> 33) < W_e``
-  with e the original edge id. Kernels get one 64-bit *world key* per world: X_r, or the coin
+  with e the arc's global id (its out-CSR position in the whole graph; a rank's local graph keeps it,
+  ``gpucore.im.sketch.local``). Kernels get one 64-bit *world key* per world: X_r, or the coin
   prefix ``mix(seed, SKETCH_COIN, r)`` whose ``step`` with e is that coin.
 - Register hash (Eq. 3): ``h_r(u) = mix(seed, SKETCH_REGISTER, r, u)`` (64 bits); the register of u in
   world r starts at ``clz64(h_r(u))`` in 0..64. Kernels get the prefix ``mix(seed, SKETCH_REGISTER, r)``
@@ -115,11 +116,12 @@ def clz64(x):
 
 
 @njit(inline="always", cache=True)
-def live(keyed, world_key, arc_hash, e, threshold):
-    """Is arc ``e`` (hash ``arc_hash``, threshold ``W_e``) live in the world of ``world_key``?"""
+def live(keyed, world_key, word, threshold):
+    """Is an arc (threshold ``W_e``) live in the world of ``world_key``? ``word``: the arc's hash h(e)
+    (xor) or its global id e (keyed)."""
     if keyed:
-        return (step(world_key, np.uint64(e)) >> _S33) < np.uint64(threshold)
-    return (world_key ^ np.uint64(arc_hash)) < np.uint64(threshold)
+        return (step(world_key, np.uint64(word)) >> _S33) < np.uint64(threshold)
+    return (world_key ^ np.uint64(word)) < np.uint64(threshold)
 
 
 @njit(inline="always", cache=True)
@@ -134,45 +136,56 @@ def murmur_seed(seed: int) -> int:
 
 
 @njit(cache=True)
-def _mix_range(seed, stream, first, stop):
-    """mix(seed, stream, r) for r in [first, stop) (uint64)."""
-    out = np.empty(stop - first, dtype=np.uint64)
-    for r in range(first, stop):
-        out[r - first] = mix3(seed, np.uint64(stream), np.uint64(r))
+def _mix_ids(seed, stream, ids):
+    """mix(seed, stream, r) for r in ``ids`` (uint64)."""
+    out = np.empty(ids.shape[0], dtype=np.uint64)
+    for i in range(ids.shape[0]):
+        out[i] = mix3(seed, np.uint64(stream), np.uint64(ids[i]))
     return out
 
 
-def _stream_words(seed: int, stream: int, first: int, stop: int) -> np.ndarray:
-    return _mix_range(np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF), int(stream), int(first), int(stop))
+def _stream_words(seed: int, stream: int, ids) -> np.ndarray:
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    return _mix_ids(np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF), int(stream), ids)
+
+
+def world_draws(seed: int, registers: int) -> np.ndarray:
+    """X'_i of the R draws (uint64 in [0, 2^31)), in draw order."""
+    return _stream_words(seed, int(Stream.SKETCH_X), np.arange(registers)) >> np.uint64(64 - HASH_BITS)
 
 
 def world_numbers(seed: int, registers: int, fasst: bool) -> np.ndarray:
     """X_r of all R worlds (uint64 in [0, 2^31)): sorted with FASST, else in draw order."""
-    x = _stream_words(seed, int(Stream.SKETCH_X), 0, registers) >> np.uint64(64 - HASH_BITS)
+    x = world_draws(seed, registers)
     return np.sort(x) if fasst else x
 
 
 @dataclass(frozen=True)
 class WorldKeys:
-    """The per-world keys of worlds [first, stop): what every kernel reads once per thread.
+    """The per-world keys of the global worlds ``ids`` (increasing): what every kernel reads once per
+    thread. Column j of a process's registers is world ``ids[j]``.
 
     ``live`` (uint64): X_r (xor) or the coin prefix mix(seed, SKETCH_COIN, r) (keyed);
     ``register`` (uint64): the register-hash prefix mix(seed, SKETCH_REGISTER, r).
     """
 
-    first: int
-    stop: int
+    ids: np.ndarray
     keyed: bool
     live: np.ndarray
     register: np.ndarray
 
+    @property
+    def count(self) -> int:
+        return int(self.ids.shape[0])
 
-def world_keys(seed: int, registers: int, first: int, stop: int, sampling: str, fasst: bool) -> WorldKeys:
-    """Keys of the global worlds [first, stop) of R = ``registers`` (see the module docstring)."""
+
+def world_keys(seed: int, registers: int, ids, sampling: str, fasst: bool) -> WorldKeys:
+    """Keys of the global worlds ``ids`` (increasing) of R = ``registers`` (see the module docstring)."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
     keyed = sampling == "keyed"
     if keyed:
-        live_keys = _stream_words(seed, int(Stream.SKETCH_COIN), first, stop)
+        live_keys = _stream_words(seed, int(Stream.SKETCH_COIN), ids)
     else:
-        live_keys = world_numbers(seed, registers, fasst)[first:stop].copy()
-    register = _stream_words(seed, int(Stream.SKETCH_REGISTER), first, stop)
-    return WorldKeys(first, stop, keyed, live_keys, register)
+        live_keys = world_numbers(seed, registers, fasst)[ids]
+    register = _stream_words(seed, int(Stream.SKETCH_REGISTER), ids)
+    return WorldKeys(ids, keyed, live_keys, register)

@@ -8,9 +8,9 @@ register hashes of the vertices u reaches in that world through live arcs and no
 (0..64). -1 is below every clz, so a max-merge never takes a visited neighbour's value.
 
 Worlds: R worlds in all (``--registers``, the paper's J on one device), numbered 0..R-1 globally;
-a process holds the contiguous range [first, stop) (``Worlds``; the whole range on one process).
-Every key is derived from the global world index, so a rank holding [w0, w1) computes exactly the
-registers, counts and score parts of those worlds in a single-process run (issue 17 splits by worlds).
+a process holds some of them, in increasing index (all of them on one process; the split over
+ranks is ``gpucore.im.sketch.split``). Every key is derived from the global world index, so a rank
+computes exactly the registers, counts and score parts its worlds have in a single-process run.
 
 Selection score (our choice, documented in ``docs/difuser.md``): a per-vertex **sum over worlds** of
 integer terms, so partial sums of ranks add up exactly (int64, any order) and the seed never depends
@@ -37,8 +37,6 @@ R < 2^23 (``MAX_REGISTERS``). The table is computed once per solve on the host (
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -85,22 +83,6 @@ def score_table(estimator: str, n: int = 1) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
-class Worlds:
-    """The global worlds [first, stop) of ``total`` that one process holds."""
-
-    total: int
-    first: int
-    stop: int
-
-    @property
-    def count(self) -> int:
-        return self.stop - self.first
-
-    def to_list(self) -> list[int]:
-        return [self.first, self.stop]
-
-
 def check_registers(registers) -> int:
     """R = --registers: a positive multiple of 32, at most MAX_REGISTERS."""
     if isinstance(registers, bool) or not isinstance(registers, (int, np.integer)) or registers < WORLD_QUANTUM \
@@ -110,25 +92,12 @@ def check_registers(registers) -> int:
     return int(registers)
 
 
-def worlds_of(registers: int, world_range=None) -> Worlds:
-    """The worlds a process holds: all of them, or ``world_range = (w0, w1)`` (multiples of 32)."""
-    total = check_registers(registers)
-    if world_range is None:
-        return Worlds(total, 0, total)
-    try:
-        first, stop = (int(x) for x in world_range)
-    except (TypeError, ValueError):
-        raise GpucoreError(f"world_range {world_range!r}: expected two integers (w0, w1)") from None
-    if not (0 <= first < stop <= total and first % WORLD_QUANTUM == 0 and stop % WORLD_QUANTUM == 0):
-        raise GpucoreError(f"world_range {world_range!r}: need 0 <= w0 < w1 <= {total} (the registers), "
-                           f"both multiples of {WORLD_QUANTUM}")
-    return Worlds(total, first, stop)
-
-
-def bytes_needed(n: int, m: int, worlds: int, keyed: bool, marks: bool) -> int:
-    """Memory of one solve: registers n x J (and the refinement's marks, one bit each), the arcs
-    (dst, threshold, xor hash), per-vertex arrays."""
+def bytes_needed(n: int, m: int, worlds: int, marks: bool) -> int:
+    """Memory of one solve: registers n x J (and the refinement's marks, one bit each), per-vertex
+    arrays, and the arcs at their peak, while the local graph is built (``gpucore.im.sketch.local``):
+    the whole graph's targets, probabilities, thresholds and hashes (16 bytes an arc), a flag and a
+    kept index (9), and the local graph's target, threshold and word (12), at most m of them."""
     registers = n * worlds + (n * worlds // 8 if marks else 0)
-    arcs = 8 * (n + 1) + m * (8 if keyed else 12)
-    per_vertex = n * (8 + 4 + 4 + 4 + 1)  # scores, two queues, stamps, chosen flags
+    arcs = 16 * (n + 1) + m * (16 + 9 + 12)
+    per_vertex = n * (8 + 4 + 4 + 4 + 1 + 1)  # scores, two queues, stamps, chosen flags, touched flags
     return registers + arcs + per_vertex

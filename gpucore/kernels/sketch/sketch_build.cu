@@ -4,6 +4,8 @@
 // (blockDim.x = the slice's worlds, a multiple of 32, at most 1024). Layout and keys:
 // sketch_common.cuh.
 //   sk_arc_hashes  h(u, v) of every arc, a warp per vertex (xor sampling, once per solve);
+//   sk_live_any    flags[e] = 1 when arc e of the whole graph is live in one of the process's worlds
+//                  (a thread per arc, stopping at the first world; the local graph keeps those arcs);
 //   sk_fill        Algorithm 1 with the spec's fix: registers that are not -1 restart at clz64(h_r(u));
 //   sk_simulate    one pull sweep of Algorithm 2 in place: M_u[j] = max(M_u[j], M_v[j]) over the
 //                  out-arcs u -> v live in world j, visited (-1) registers of u untouched. No
@@ -23,6 +25,20 @@ extern "C" __global__ void sk_arc_hashes(const gc_i64* __restrict__ indptr, cons
             hashes[e] = sk_edge_hash((unsigned int)u, (unsigned int)dst[e], seed32);
 }
 
+extern "C" __global__ void sk_live_any(const unsigned int* __restrict__ hashes,
+                                       const unsigned int* __restrict__ thresholds,
+                                       const gc_u64* __restrict__ live_keys, int keyed, gc_i64 worlds, gc_i64 m,
+                                       unsigned char* __restrict__ flags) {
+    const gc_i64 step = (gc_i64)gridDim.x * blockDim.x;
+    for (gc_i64 e = (gc_i64)blockIdx.x * blockDim.x + threadIdx.x; e < m; e += step) {
+        const gc_u64 word = keyed ? (gc_u64)e : (gc_u64)hashes[e];
+        const unsigned int w = thresholds[e];
+        unsigned char hit = 0;
+        for (gc_i64 j = 0; j < worlds && !hit; ++j) hit = sk_live(keyed, live_keys[j], word, w) ? 1 : 0;
+        flags[e] = hit;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(1024)
 sk_fill(signed char* __restrict__ registers, gc_i64 n, gc_i64 stride, gc_i64 j0,
         const gc_u64* __restrict__ register_keys) {
@@ -36,7 +52,7 @@ sk_fill(signed char* __restrict__ registers, gc_i64 n, gc_i64 stride, gc_i64 j0,
 
 extern "C" __global__ void __launch_bounds__(1024)
 sk_simulate(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
-            const unsigned int* __restrict__ hashes,
+            const unsigned int* __restrict__ words,
             const unsigned int* __restrict__ thresholds,
             const gc_u64* __restrict__ live_keys, int keyed, signed char* registers,
             gc_i64 n, gc_i64 stride, gc_i64 j0, const unsigned char* __restrict__ dirty,
@@ -57,8 +73,8 @@ sk_simulate(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
             for (gc_i64 e = beg; e < end; ++e) {
                 if (keyed) {  // a coin costs a 64-bit hash, a register one byte of a coalesced row: load first
                     const signed char mv = registers[(gc_i64)dst[e] * stride + j];
-                    if (mv > best && sk_live(1, key, 0u, e, thresholds[e])) best = mv;
-                } else if (sk_live(0, key, hashes[e], e, thresholds[e])) {  // one XOR: test first
+                    if (mv > best && sk_live(1, key, words[e], thresholds[e])) best = mv;
+                } else if (sk_live(0, key, words[e], thresholds[e])) {  // one XOR: test first
                     const signed char mv = registers[(gc_i64)dst[e] * stride + j];
                     best = mv > best ? mv : best;
                 }

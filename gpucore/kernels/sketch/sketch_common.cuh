@@ -5,7 +5,8 @@
 // thread t handles world j = j0 + t. Per-world keys come from the host (one 64-bit word each):
 //   live_keys[j]: X_r (xor sampling) or the coin prefix mix(seed, SKETCH_COIN, r) (keyed);
 //   register_keys[j]: mix(seed, SKETCH_REGISTER, r).
-// Arc e (out-CSR position, the original edge id): threshold W_e = floor(p_e 2^31), hash h(e) (xor).
+// Arcs of a process's local graph (gpucore.im.sketch.local), out-CSR: threshold W_e = floor(p_e 2^31)
+// and a word: the hash h(e) (xor) or the arc's global id e, its out-CSR position in the whole graph (keyed).
 #ifndef SKETCH_COMMON_CUH
 #define SKETCH_COMMON_CUH
 
@@ -14,10 +15,10 @@
 #define SK_FULL 0xffffffffu
 #define SK_VISITED ((signed char)-1)
 
-// Arc e live in the world of `world_key`: xor: (X_r ^ h(e)) < W_e; keyed: (step(prefix, e) >> 33) < W_e.
-__device__ __forceinline__ bool sk_live(int keyed, gc_u64 world_key, unsigned int hash, gc_i64 e,
-                                        unsigned int threshold) {
-    const gc_u64 x = keyed ? (gc_step(world_key, (gc_u64)e) >> 33) : (world_key ^ (gc_u64)hash);
+// An arc live in the world of `world_key`, from its word (h(e) under xor, the global arc id e under
+// keyed): xor: (X_r ^ h(e)) < W_e; keyed: (step(prefix, e) >> 33) < W_e.
+__device__ __forceinline__ bool sk_live(int keyed, gc_u64 world_key, gc_u64 word, unsigned int threshold) {
+    const gc_u64 x = keyed ? (gc_step(world_key, word) >> 33) : (world_key ^ word);
     return x < (gc_u64)threshold;
 }
 

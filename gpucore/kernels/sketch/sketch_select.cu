@@ -20,7 +20,7 @@
 
 extern "C" __global__ void __launch_bounds__(1024)
 sk_cascade(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
-           const unsigned int* __restrict__ hashes,
+           const unsigned int* __restrict__ words,
            const unsigned int* __restrict__ thresholds,
            const gc_u64* __restrict__ live_keys, int keyed, signed char* registers,
            gc_i64 stride, gc_i64 j0, const int* __restrict__ queue, gc_i64 queued,
@@ -39,8 +39,8 @@ sk_cascade(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
             bool flag = false;
             if (active) {
                 signed char* r = registers + (gc_i64)v * stride + j;
-                if (keyed ? (*r != SK_VISITED && sk_live(1, key, 0u, e, thresholds[e]))  // load, then hash
-                          : (sk_live(0, key, hashes[e], e, thresholds[e]) && *r != SK_VISITED)) {
+                if (keyed ? (*r != SK_VISITED && sk_live(1, key, words[e], thresholds[e]))  // load, then hash
+                          : (sk_live(0, key, words[e], thresholds[e]) && *r != SK_VISITED)) {
                     *r = SK_VISITED;
                     flag = true;
                 }
@@ -65,7 +65,7 @@ extern "C" __global__ void sk_probe_start(const signed char* __restrict__ regist
 
 extern "C" __global__ void __launch_bounds__(1024)
 sk_probe(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
-         const unsigned int* __restrict__ hashes, const unsigned int* __restrict__ thresholds,
+         const unsigned int* __restrict__ words, const unsigned int* __restrict__ thresholds,
          const gc_u64* __restrict__ live_keys, int keyed,
          const signed char* __restrict__ registers, gc_i64 stride, gc_i64 j0,
          unsigned int* marks, const int* __restrict__ queue, gc_i64 queued,
@@ -83,7 +83,7 @@ sk_probe(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
             const int v = dst[e];
             unsigned int* word = marks + (((gc_i64)v * stride + j) >> 5);
             const bool flag = active && !((*word >> lane) & 1u) && registers[(gc_i64)v * stride + j] != SK_VISITED &&
-                              sk_live(keyed, key, keyed ? 0u : hashes[e], e, thresholds[e]);
+                              sk_live(keyed, key, words[e], thresholds[e]);
             const unsigned int bits = __ballot_sync(SK_FULL, flag);
             if (bits && lane == 0) {
                 const unsigned int fresh = bits & ~atomicOr(word, bits);
