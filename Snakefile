@@ -40,7 +40,6 @@ wildcard_constraints:
     algorithm="[A-Za-z0-9][A-Za-z0-9_-]*",
     eta="[0-9]+",
     k="[0-9]+",
-    cell="(eta|k)[0-9]+",
 
 
 # Light jobs run on the submit host under a cluster executor (compute nodes may lack internet).
@@ -52,6 +51,10 @@ localrules:
     amcss_tables,
     amcss_figures,
     im_tables,
+    im_compare,
+    fuseim,
+    sds_tables,
+    sds_figures,
 
 
 # Every table and figure of the configured experiments (and so every cell, verified). (A comment,
