@@ -30,3 +30,11 @@ class Stream(IntEnum):
     ORACLE = 19
     #: world realization seeds of an adaptive experiment: mix(seed, WORLD, realization)
     WORLD = 20
+    #: DiFuseR (gpucore.im.sketch): the Murmur3 seed of the edge hashes, mix(seed, SKETCH_EDGE)
+    SKETCH_EDGE = 40
+    #: DiFuseR's per-world random number X_r (xor sampling), drawn as mix(seed, SKETCH_X, r) >> 33
+    SKETCH_X = 41
+    #: DiFuseR's register hash of vertex u in world r: mix(seed, SKETCH_REGISTER, r, u)
+    SKETCH_REGISTER = 42
+    #: DiFuseR's keyed coin of arc e in world r (keyed sampling): mix(seed, SKETCH_COIN, r, e) >> 33
+    SKETCH_COIN = 43

@@ -23,6 +23,10 @@ typedef long long gc_i64;
 #define GC_STREAM_GENERATOR 18ULL
 #define GC_STREAM_ORACLE 19ULL
 #define GC_STREAM_WORLD 20ULL
+#define GC_STREAM_SKETCH_EDGE 40ULL
+#define GC_STREAM_SKETCH_X 41ULL
+#define GC_STREAM_SKETCH_REGISTER 42ULL
+#define GC_STREAM_SKETCH_COIN 43ULL
 
 __device__ __forceinline__ gc_u64 gc_fmix64(gc_u64 z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
