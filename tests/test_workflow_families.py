@@ -62,6 +62,7 @@ def sds_run(tmp_path_factory):
     return wd, small, config
 
 
+@pytest.mark.slow
 def test_sds_cells_tables_and_figures(sds_run):
     wd, small, _ = sds_run
     out = wd / small["output"]
@@ -95,6 +96,7 @@ def test_sds_cells_tables_and_figures(sds_run):
         assert (out / "figures" / name).read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_tampered_sds_result_fails_its_verification(sds_run):
     wd, small, config = sds_run
     cell = f"{small['output']}/cells/pa-small/sds-truss/gpu/k4-t10"
@@ -115,6 +117,7 @@ def test_tampered_sds_result_fails_its_verification(sds_run):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_fuseim_p_sweep_cpu_sized(tmp_path):
     """config/fuseim.yaml's samplers on one small graph at p = 0.05, 0.2 and weighted cascade: the
     weight variants share one generated edge list, fused and unfused cells choose the same seeds,
@@ -154,6 +157,7 @@ def test_fuseim_p_sweep_cpu_sized(tmp_path):
     assert len(compare) == 3 and "FuseIM B=32 speedup" in compare[0] and all(r["verified"] == "True" for r in compare)
 
 
+@pytest.mark.slow
 def test_difuser_table_3_cpu_sized(tmp_path):
     """config/difuser.yaml's DiFuseR and IMM on a small graph at the paper's five weight settings."""
     wd = workdir(tmp_path)
@@ -221,10 +225,11 @@ def test_slurm_profile_launches_several_ranks_with_srun(tmp_path):
     wd = workdir(tmp_path)
     config = write_yaml(tmp_path / "ranks.yaml", {"backend": "cuda", "experiments": [
         {"kind": "sds", "dataset": "pa2k", "model": "truss", "k": [4], "t": [10], "algorithms": ["sds"], "gpus": 4}]})
-    proc = snakemake(wd, "-n", "-p", "--configfile", config, "--config", "mpi=srun")
+    proc = snakemake(wd, "-n", "-p", "--cores", "8", "--resources", "gpu=4", "--configfile", config, "--config",
+                     "mpi=srun")
     commands = [line for line in proc.stdout.splitlines() if "gpucore sds " in line or "gpucore verify " in line]
-    assert len(commands) == 2 and all(c.strip().startswith("srun -n 4 gpucore") for c in commands)
-    assert proc.stdout.count("gpu=4, tasks=4, tasks_per_gpu=1, mpi=srun") == 2
+    assert len(commands) == 2 and all("Shell command: srun -n 4 gpucore" in c for c in commands)
+    assert proc.stdout.count("gpu=4, tasks=4, tasks_per_gpu=1, mpi=srun") == 2, proc.stdout
 
 
 # ---------------------------------------------------------------------------------------------

@@ -101,7 +101,8 @@ def occupancy_table(speedups: pd.DataFrame) -> pd.DataFrame:
     batch width): batch occupancy (traversals per expanded entry over B), edge reads saved by
     fusing, the peak frontier list and the masks in MB, and the speedups over the unfused sampler."""
     d = speedups.assign(frontier_mb=speedups["fused_frontier_bytes_peak"] / MB,
-                        mask_mb=speedups["fused_mask_bytes"] / MB)
+                        mask_mb=speedups["fused_mask_bytes"] / MB,
+                        fused_batch_width=speedups["fused_batch_width"].astype("Int64"))
     order = {w: i for i, w in enumerate(weight_order(d["weights"]))}
     d = d.assign(_w=d["weights"].map(order)).sort_values(["graph", "_w", "model", "k", "fused_batch_width"],
                                                          kind="stable")
