@@ -4,6 +4,7 @@
 #
 #   snakemake --cores all                                   # embedded default (offline, CPU, minutes)
 #   snakemake --cores all --configfile config/merit.yaml    # MERIT Section 5 (GPU, downloads)
+#   (config/gim.yaml, fuseim.yaml, difuser.yaml, sds.yaml: the other papers)
 #   snakemake --cores all results/default/cells/pa2k/IC/merit/eta200.verify.json   # one cell
 #
 # Every configuration writes into its own output tree, config `output` (results/default,

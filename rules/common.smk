@@ -192,7 +192,8 @@ def _check_algorithm(name):
         for key in keys:
             if other != command and key in alg:
                 raise WorkflowError(
-                    f"config algorithms.{name}.{key}: only an {other} algorithm has {key} ({name} runs `gpucore {command}`)"
+                    f"config algorithms.{name}.{key}: only an {other} algorithm has {key} "
+                    f"({name} runs `gpucore {command}`)"
                 )
     if command != "im":
         return

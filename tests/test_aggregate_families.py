@@ -5,26 +5,17 @@ results_sds.py, plots_sweep.py, on result JSON written by hand following the doc
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = REPO / "workflow" / "scripts"
-
 
 @pytest.fixture(scope="module")
-def mods():
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        yield tuple(importlib.import_module(m) for m in ("results_io", "results_im", "results_sds", "plots_sweep"))
-    finally:
-        sys.path.remove(str(SCRIPTS))
+def mods(workflow_scripts):
+    return tuple(workflow_scripts(m) for m in ("results_io", "results_im", "results_sds", "plots_sweep"))
 
 
 def write(path: Path, obj) -> str:
@@ -143,7 +134,7 @@ def test_fused_cells_meet_their_unfused_twin_on_the_same_backend(mods, tmp_path)
     assert table["frontier peak (MB)"].iloc[0] == pytest.approx(2.0) and table["masks (MB)"].iloc[0] == 5.0
     assert table["solve speedup"].iloc[0] == pytest.approx(2.0 / 0.4)
 
-    fig = sys.modules["plots_sweep"].speedup_figure(speedups)
+    fig = mods[3].speedup_figure(speedups)
     fig.canvas.draw()
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.05", "0.3"]
