@@ -4,6 +4,7 @@
 #
 #   snakemake --cores all                                   # embedded default (offline, CPU, minutes)
 #   snakemake --cores all --configfile config/merit.yaml    # MERIT Section 5 (GPU, downloads)
+#   (config/gim.yaml, fuseim.yaml, difuser.yaml, sds.yaml: the other papers)
 #   snakemake --cores all results/default/cells/pa2k/IC/merit/eta200.verify.json   # one cell
 #
 # Every configuration writes into its own output tree, config `output` (results/default,
@@ -40,7 +41,6 @@ wildcard_constraints:
     algorithm="[A-Za-z0-9][A-Za-z0-9_-]*",
     eta="[0-9]+",
     k="[0-9]+",
-    cell="(eta|k)[0-9]+",
 
 
 # Light jobs run on the submit host under a cluster executor (compute nodes may lack internet).
@@ -52,6 +52,10 @@ localrules:
     amcss_tables,
     amcss_figures,
     im_tables,
+    im_compare,
+    fuseim,
+    sds_tables,
+    sds_figures,
 
 
 # Every table and figure of the configured experiments (and so every cell, verified). (A comment,

@@ -85,8 +85,114 @@ rule im_tables:
         "../workflow/envs/gpucore.yaml"
     params:
         labels={name: algorithm_label(name) for name in ALGORITHMS},
+        graphs=dataset_graphs("im"),
     script:
         "../workflow/scripts/aggregate_im.py"
+
+
+rule im_compare:
+    """IM cells run by several algorithms side by side (DiFuseR Table 3: graphs x weight settings)."""
+    input:
+        out("tables/im_summary.csv"),
+    output:
+        csv=out("tables/im_compare.csv"),
+        md=out("tables/im_compare.md"),
+        tex=out("tables/im_compare.tex"),
+        html=report(out("tables/im_compare.html"), caption="../workflow/report/im_compare.rst", category="IM"),
+    log:
+        out("logs/aggregate/im_compare.log"),
+    benchmark:
+        out("benchmarks/aggregate/im_compare.tsv")
+    conda:
+        "../workflow/envs/gpucore.yaml"
+    params:
+        baseline=config.get("aggregate", {}).get("baseline"),
+    script:
+        "../workflow/scripts/compare_im.py"
+
+
+rule fuseim:
+    """Fused vs unfused sampler on the same cells: occupancy table (FuseIM Table 2), speedup (Fig. 7)."""
+    input:
+        out("tables/im_summary.csv"),
+    output:
+        csv=out("tables/fuseim_occupancy.csv"),
+        md=out("tables/fuseim_occupancy.md"),
+        tex=out("tables/fuseim_occupancy.tex"),
+        html=report(
+            out("tables/fuseim_occupancy.html"),
+            caption="../workflow/report/fuseim_occupancy.rst",
+            category="IM",
+        ),
+        figure=report(
+            out("figures/fuseim_speedup.png"),
+            caption="../workflow/report/fuseim_speedup.rst",
+            category="IM",
+        ),
+    log:
+        out("logs/aggregate/fuseim.log"),
+    benchmark:
+        out("benchmarks/aggregate/fuseim.tsv")
+    conda:
+        "../workflow/envs/gpucore.yaml"
+    script:
+        "../workflow/scripts/fuseim_outputs.py"
+
+
+rule sds_tables:
+    """Collect every structural diversity search cell and its verification: cell rows and Table 2."""
+    input:
+        results=[c["path"] for c in cells_of("sds")],
+        verify=[verify_path(c["path"]) for c in cells_of("sds")],
+    output:
+        cells=out("tables/sds_cells.csv"),
+        csv=out("tables/sds_summary.csv"),
+        md=out("tables/sds_summary.md"),
+        tex=out("tables/sds_summary.tex"),
+        html=report(
+            out("tables/sds_summary.html"),
+            caption="../workflow/report/sds_summary.rst",
+            category="Structural diversity",
+        ),
+    log:
+        out("logs/aggregate/sds_tables.log"),
+    benchmark:
+        out("benchmarks/aggregate/sds_tables.tsv")
+    conda:
+        "../workflow/envs/gpucore.yaml"
+    params:
+        labels={name: algorithm_label(name) for name in ALGORITHMS},
+        baseline=config.get("aggregate", {}).get("baseline"),
+        graphs=dataset_graphs("sds"),
+    script:
+        "../workflow/scripts/aggregate_sds.py"
+
+
+rule sds_figures:
+    """Time against k and against t (structural diversity search, Exp-7: Figures 9 and 10)."""
+    input:
+        out("tables/sds_cells.csv"),
+    output:
+        time_k=report(
+            out("figures/sds_time_k.png"),
+            caption="../workflow/report/sds_time.rst",
+            category="Structural diversity",
+            labels={"figure": "time against k"},
+        ),
+        time_t=report(
+            out("figures/sds_time_t.png"),
+            caption="../workflow/report/sds_time.rst",
+            category="Structural diversity",
+            labels={"figure": "time against t"},
+        ),
+    log:
+        out("logs/aggregate/sds_figures.log"),
+    benchmark:
+        out("benchmarks/aggregate/sds_figures.tsv")
+    conda:
+        "../workflow/envs/gpucore.yaml"
+    script:
+        "../workflow/scripts/plot_sds.py"
 
 
 rule datasets_table:

@@ -68,11 +68,26 @@ def raw_download_path(key):
     return f"resources/raw/{key}/{REGISTRY[key]['file']}"
 
 
+def generated_source(name):
+    """The dataset whose generated edge list `name` reads: the first, by name, with the same `generate`
+    settings, so that the weight variants of one generated graph (a p-sweep) share one edge list."""
+    gen = DATASETS[name]["generate"]
+    return min(other for other, local in DATASETS.items() if local.get("generate") == gen)
+
+
+def dataset_graph(name):
+    """{'graph', 'weights'}: the graph a dataset is, whatever its weights (the registry key, or the
+    generated dataset whose edge list it reads), and its weight setting. Tables group by them."""
+    spec = dataset_spec(name)
+    graph = generated_source(name) if "generate" in spec else spec["registry"]
+    return {"graph": graph, "weights": spec["weights"]}
+
+
 def edge_list_path(name):
     """The edge list that rule preprocess reads for dataset `name`."""
     spec = dataset_spec(name)
     if "generate" in spec:
-        return f"resources/generated/{name}.txt.gz"
+        return f"resources/generated/{generated_source(name)}.txt.gz"
     key = spec["registry"]
     if spec["entry"]["format"] == "konect-tar":
         return f"resources/extracted/{key}.txt"
@@ -144,44 +159,133 @@ def algorithm_label(name):
     return algorithm(name).get("label") or name
 
 
-def cell_path(kind, dataset, model, alg, x):
-    stem = f"eta{x}" if kind == "amcss" else f"k{x}"
-    return out(f"cells/{dataset}/{model}/{alg}/{stem}.json")
+#: the configuration keys of an algorithm that belong to one command (checked: no key of another)
+COMMAND_KEYS = {
+    "amcss": ("update",),
+    "im": (
+        "rounds",
+        "algorithm",
+        "sampler",
+        "batch_width",
+        "order",
+        "sorted_sources",
+        "tail",
+        "registers",
+        "rebuild_threshold",
+        "sampling",
+        "refine",
+    ),
+    "sds": ("bound",),
+}
+#: im keys that only the fused sampler takes, and those that only DiFuseR takes
+FUSED_KEYS = ("batch_width", "order", "sorted_sources", "tail")
+DIFUSER_KEYS = ("registers", "rebuild_threshold", "sampling", "refine")
+#: the list of an experiment that its cells run over, per kind (sds: every k with every t)
+CELL_LISTS = {"amcss": ("eta",), "im": ("k",), "sds": ("k", "t")}
+
+
+def _check_algorithm(name):
+    """An algorithm's keys fit its command (one line naming the key otherwise)."""
+    alg = algorithm(name)
+    command = alg["command"]
+    for other, keys in COMMAND_KEYS.items():
+        for key in keys:
+            if other != command and key in alg:
+                raise WorkflowError(
+                    f"config algorithms.{name}.{key}: only an {other} algorithm has {key} "
+                    f"({name} runs `gpucore {command}`)"
+                )
+    if command != "im":
+        return
+    difuser = alg.get("algorithm", "imm") == "difuser"
+    for key in FUSED_KEYS:
+        if key in alg and (difuser or alg.get("sampler", "gim") != "fused"):
+            raise WorkflowError(f"config algorithms.{name}.{key}: an option of `sampler: fused` only")
+    for key in DIFUSER_KEYS:
+        if key in alg and not difuser:
+            raise WorkflowError(f"config algorithms.{name}.{key}: an option of `algorithm: difuser` only")
+    if difuser and ("sampler" in alg or alg.get("rounds", 1) > 1):
+        key = "sampler" if "sampler" in alg else "rounds"
+        raise WorkflowError(
+            f"config algorithms.{name}.{key}: DiFuseR (`algorithm: difuser`) samples no RR sets and selects one round"
+        )
+
+
+def experiment_models(exp):
+    """The models of an experiment: one (amcss, im) or a list (sds)."""
+    return exp["model"] if isinstance(exp["model"], list) else [exp["model"]]
+
+
+def experiment_settings(exp):
+    """What an experiment sets for its cells besides dataset, model, algorithms and the swept lists."""
+    skip = {"kind", "dataset", "model", "algorithms", *CELL_LISTS[exp["kind"]]}
+    return {key: value for key, value in exp.items() if key not in skip}
+
+
+def cell_stem(kind, x, t=None):
+    """The file name of a cell without .json: eta<eta> (amcss), k<k> (im), k<k>-t<t> (sds)."""
+    return {"amcss": f"eta{x}", "im": f"k{x}", "sds": f"k{x}-t{t}"}[kind]
+
+
+def model_folder(kind, model):
+    """The folder of a model under a dataset: IC, LT; sds-comp, sds-core, sds-truss."""
+    return f"sds-{model}" if kind == "sds" else model
+
+
+def cell_path(kind, dataset, model, alg, x, t=None):
+    return out(f"cells/{dataset}/{model_folder(kind, model)}/{alg}/{cell_stem(kind, x, t)}.json")
 
 
 def verify_path(result):
     return result[: -len(".json")] + ".verify.json"
 
 
+def _experiment_cells(exp):
+    """(model, x, t) of every cell of an experiment (t is None but for sds)."""
+    lists = [exp[key] for key in CELL_LISTS[exp["kind"]]]
+    t_values = lists[1] if len(lists) > 1 else [None]
+    return [(model, x, t) for model in experiment_models(exp) for x in lists[0] for t in t_values]
+
+
 def _check_experiments():
-    cells, seen = [], {}
+    cells, seen, paths = [], {}, set()
+    for name in ALGORITHMS:
+        _check_algorithm(name)
     for i, exp in enumerate(config["experiments"]):
-        where = f"config experiments[{i}] ({exp['kind']} {exp['dataset']} {exp['model']})"
+        kind = exp["kind"]
+        where = f"config experiments[{i}] ({kind} {exp['dataset']} {'/'.join(experiment_models(exp))})"
         dataset_spec(exp["dataset"])  # raises on an unknown dataset
         for alg in exp["algorithms"]:
             command = algorithm(alg)["command"]
-            if command != exp["kind"]:
-                raise WorkflowError(f"{where}: algorithm {alg!r} runs `gpucore {command}`, not a {exp['kind']} cell")
-            if algorithm(alg).get("rounds", 1) > 1 and command != "im":
-                raise WorkflowError(f"config algorithms.{alg}.rounds: only an im algorithm has rounds")
-            key = (exp["kind"], exp["dataset"], exp["model"], alg)
-            if key in seen:
-                raise WorkflowError(
-                    f"{where}: {exp['kind']} cells of ({exp['dataset']}, {exp['model']}, {alg}) are already defined by "
-                    f"experiments[{seen[key]}]; merge the two (one batch / eps per dataset, model and algorithm)"
-                )
-            seen[key] = i
-            for x in exp["eta"] if exp["kind"] == "amcss" else exp["k"]:
-                cells.append(
-                    {
-                        "kind": exp["kind"],
-                        "dataset": exp["dataset"],
-                        "model": exp["model"],
-                        "algorithm": alg,
-                        "x": x,
-                        "path": cell_path(exp["kind"], exp["dataset"], exp["model"], alg, x),
-                    }
-                )
+            if command != kind:
+                raise WorkflowError(f"{where}: algorithm {alg!r} runs `gpucore {command}`, not a {kind} cell")
+            if algorithm(alg).get("algorithm") == "difuser" and exp["model"] != "IC":
+                raise WorkflowError(f"{where}: algorithm {alg!r} is DiFuseR, which runs the IC model only")
+            for model in experiment_models(exp):
+                key = (kind, exp["dataset"], model, alg)
+                if key in seen and experiment_settings(config["experiments"][seen[key]]) != experiment_settings(exp):
+                    raise WorkflowError(
+                        f"{where}: {kind} cells of ({exp['dataset']}, {model}, {alg}) are already defined by "
+                        f"experiments[{seen[key]}] with other settings; merge the two (one batch / eps / gpus per "
+                        f"dataset, model and algorithm)"
+                    )
+                seen.setdefault(key, i)
+        for alg in exp["algorithms"]:
+            for model, x, t in _experiment_cells(exp):
+                path = cell_path(kind, exp["dataset"], model, alg, x, t)
+                if path not in paths:  # an sds cell may be in a k sweep and in a t sweep
+                    paths.add(path)
+                    cells.append(
+                        {
+                            "kind": kind,
+                            "dataset": exp["dataset"],
+                            "model": model,
+                            "algorithm": alg,
+                            "x": x,
+                            "t": t,
+                            "path": path,
+                        }
+                    )
     return cells
 
 
@@ -189,14 +293,36 @@ CELLS = _check_experiments()
 
 
 def experiment_of(kind, dataset, model, alg):
-    """The experiment defining the cells (kind, dataset, model, alg); any eta / k of it can be built."""
+    """The experiment defining the cells (kind, dataset, model, alg); any eta / k (/ t) of it can be built."""
     for exp in config["experiments"]:
-        if exp["kind"] == kind and exp["dataset"] == dataset and exp["model"] == model and alg in exp["algorithms"]:
+        if (
+            exp["kind"] == kind
+            and exp["dataset"] == dataset
+            and model in experiment_models(exp)
+            and alg in exp["algorithms"]
+        ):
             return exp
     raise WorkflowError(
         f"no {kind} experiment in the config runs algorithm {alg!r} on dataset {dataset!r} with model {model}: "
         f"add one to `experiments` (or pass --configfile with the paper config that has it)"
     )
+
+
+def cell_kind(wildcards):
+    """amcss, im or sds: what the cell of a solve or verify job is. Solve rules have an eta, k or t
+    wildcard; the verify rule a `cell` (eta200, k10, k4-t100) and a model folder (IC, sds-truss)."""
+    keys = wildcards.keys()
+    if "t" in keys or wildcards.model.startswith("sds-"):
+        return "sds"
+    if "eta" in keys or wildcards.get("cell", "").startswith("eta"):
+        return "amcss"
+    return "im"
+
+
+def cell_experiment(wildcards):
+    """The experiment of a solve or verify job's cell."""
+    model = wildcards.model.removeprefix("sds-")
+    return experiment_of(cell_kind(wildcards), wildcards.dataset, model, wildcards.algorithm)
 
 
 def algorithm_threads(name):
@@ -205,44 +331,89 @@ def algorithm_threads(name):
     return algorithm(name).get("threads")
 
 
-def cell_args(kind, wildcards):
-    """The command-line flags of one cell's solve besides graph, model, eta / k, threads and output."""
-    exp = experiment_of(kind, wildcards.dataset, wildcards.model, wildcards.algorithm)
+#: im algorithm keys -> their command-line flags (booleans: --flag / --no-flag)
+IM_FLAGS = {
+    "sampler": "--sampler",
+    "batch_width": "--batch-width",
+    "order": "--order",
+    "sorted_sources": "--sorted-sources",
+    "tail": "--tail",
+    "registers": "--registers",
+    "rebuild_threshold": "--rebuild-threshold",
+    "sampling": "--sampling",
+    "refine": "--refine",
+}
+
+
+def _flag(flag, value):
+    if isinstance(value, bool):
+        return flag if value else f"--no-{flag[2:]}"
+    return f"{flag} {value}"
+
+
+def cell_args(wildcards):
+    """The command-line flags of one cell's solve besides graph, model, eta / k / t, threads and output."""
+    kind = cell_kind(wildcards)
+    exp = cell_experiment(wildcards)
     alg = algorithm(wildcards.algorithm)
-    args = [f"--eps {exp.get('eps', config['eps'])}", f"--seed {exp.get('seed', config['seed'])}"]
+    args = []
     if kind == "amcss":
+        args.append(f"--eps {exp.get('eps', config['eps'])} --seed {exp.get('seed', config['seed'])}")
         args.append(f"--batch {exp['batch']}")
         args.append(f"--realizations {exp.get('realizations', config['realizations'])}")
         if not alg.get("update", True):
             args.append("--no-update")
-    elif alg.get("rounds", 1) > 1:
-        args.append(f"--rounds {alg['rounds']}")
+    elif kind == "im":
+        if alg.get("algorithm", "imm") == "difuser":
+            args.append("--algorithm difuser")
+        else:
+            args.append(f"--eps {exp.get('eps', config['eps'])}")
+        args.append(f"--seed {exp.get('seed', config['seed'])}")
+        if alg.get("rounds", 1) > 1:
+            args.append(f"--rounds {alg['rounds']}")
+        args += [_flag(flag, alg[key]) for key, flag in IM_FLAGS.items() if key in alg]
+    elif "bound" in alg:
+        args.append(f"--bound {alg['bound']}")
     args.append(f"--backend {algorithm_backend(wildcards.algorithm)}")
     if alg.get("options"):
         args.append(alg["options"])
     return " ".join(args)
 
 
-def amcss_args(wildcards):
-    """params of the solve_amcss rule, evaluated per cell (so only a changed cell reruns)."""
-    return cell_args("amcss", wildcards)
-
-
-def im_args(wildcards):
-    """params of the solve_im rule, evaluated per cell (so only a changed cell reruns)."""
-    return cell_args("im", wildcards)
-
-
-def cell_gpus(wildcards):
-    return 1 if algorithm_backend(wildcards.algorithm) == "cuda" else 0
-
-
 def verify_backend(wildcards):
     return config["verify"].get("backend") or algorithm_backend(wildcards.algorithm)
 
 
+# ---- several GPUs per cell: MPI ranks --------------------------------------------------------
+
+
+def cell_ranks(wildcards):
+    """MPI ranks of a cell's solve and verification: its experiment's `gpus` (default 1)."""
+    return cell_experiment(wildcards).get("gpus", 1)
+
+
+def cell_gpus(wildcards):
+    return cell_ranks(wildcards) if algorithm_backend(wildcards.algorithm) == "cuda" else 0
+
+
 def verify_gpus(wildcards):
-    return 1 if verify_backend(wildcards) == "cuda" else 0
+    return cell_ranks(wildcards) if verify_backend(wildcards) == "cuda" else 0
+
+
+def cell_mpi(wildcards):
+    """The launcher resource: set only for several ranks (the SLURM plugin treats a job with a
+    non-empty `mpi` as an MPI job, and refuses one of a single task)."""
+    return config["mpi"] if cell_ranks(wildcards) > 1 else ""
+
+
+def launch(wildcards, resources):
+    """Shell prefix of a solve or verify: `<mpi> -n N` for N > 1 ranks, nothing for one."""
+    return f"{resources.mpi} -n {resources.tasks}" if resources.tasks > 1 else ""
+
+
+def rank_threads(wildcards, threads):
+    """CPU threads per rank: the job's threads shared by its ranks (one node, one job)."""
+    return max(1, threads // cell_ranks(wildcards))
 
 
 def all_cores(wildcards=None):
@@ -343,6 +514,24 @@ def table_files(stem):
     return [out(f"tables/{stem}.{ext}") for ext in TABLE_FORMATS]
 
 
+def compared_im_cells():
+    """True when some IM cell (dataset, model, k) is run by several algorithms (table im_compare)."""
+    runs = {}
+    for c in cells_of("im"):
+        runs.setdefault((c["dataset"], c["model"], c["x"]), set()).add(c["algorithm"])
+    return any(len(algs) > 1 for algs in runs.values())
+
+
+def fused_im_cells():
+    """True when some IM cell uses the fused sampler (FuseIM's table and figure)."""
+    return any(algorithm(c["algorithm"]).get("sampler") == "fused" for c in cells_of("im"))
+
+
+def dataset_graphs(kind):
+    """params of the IM and sds tables: dataset -> dataset_graph() of every dataset of `kind` cells."""
+    return {d: dataset_graph(d) for d in sorted({c["dataset"] for c in cells_of(kind)})}
+
+
 def all_targets():
     targets = [out("config.yaml"), out("config.html")]
     if CELLS:
@@ -353,6 +542,13 @@ def all_targets():
         targets.append(out("figures/amcss_verification.png"))
     if cells_of("im"):
         targets += table_files("im_summary")
+    if compared_im_cells():
+        targets += table_files("im_compare")
+    if fused_im_cells():
+        targets += table_files("fuseim_occupancy") + [out("figures/fuseim_speedup.png")]
+    if cells_of("sds"):
+        targets += table_files("sds_summary") + [out("tables/sds_cells.csv")]
+        targets += [out("figures/sds_time_k.png"), out("figures/sds_time_t.png")]
     return targets
 
 

@@ -39,6 +39,21 @@ def manifest_rows() -> list[dict]:
     return rows
 
 
+@pytest.fixture(scope="module")
+def workflow_scripts():
+    """import_script(name) -> a module of workflow/scripts/ (the aggregation glue imports its
+    siblings by name, as Snakemake runs it), with that folder on sys.path for the test module."""
+    import importlib
+    import sys
+
+    scripts = str(REPO / "workflow" / "scripts")
+    sys.path.insert(0, scripts)
+    try:
+        yield importlib.import_module
+    finally:
+        sys.path.remove(scripts)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The folder of real graphs; tests using it skip cleanly when it is absent."""

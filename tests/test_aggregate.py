@@ -4,27 +4,18 @@ on result JSON written by hand following the documented fields of `gpucore amcss
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = REPO / "workflow" / "scripts"
-
 
 @pytest.fixture(scope="module")
-def mods():
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        yield importlib.import_module("results_io"), importlib.import_module("plots")
-    finally:
-        sys.path.remove(str(SCRIPTS))
+def mods(workflow_scripts):
+    return workflow_scripts("results_io"), workflow_scripts("plots")
 
 
 def _round(seeds, cost, newly, gen, upd, sel=0.01, dif=0.02, theta=1000):

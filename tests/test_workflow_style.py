@@ -71,6 +71,55 @@ def test_algorithm_threads_is_a_validated_key(validator, algorithm, ok):
     assert (not errors) == ok, [e.message for e in errors]
 
 
+def _with_algorithm(**algorithm) -> dict:
+    base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    base["algorithms"]["extra"] = algorithm
+    return base
+
+
+@pytest.mark.parametrize("algorithm,ok", [
+    ({"command": "im", "sampler": "fused", "batch_width": 128, "order": "rcm", "sorted_sources": False,
+      "tail": "none"}, True),
+    ({"command": "im", "sampler": "fused", "batch_width": 48}, False),
+    ({"command": "im", "sampler": "ripples"}, False),
+    ({"command": "im", "order": "random"}, False),
+    ({"command": "im", "algorithm": "difuser", "registers": 1024, "rebuild_threshold": 0.01, "sampling": "xor",
+      "refine": 0}, True),
+    ({"command": "im", "algorithm": "difuser", "registers": 1000}, False),
+    ({"command": "im", "algorithm": "difuser", "rebuild_threshold": 1.0}, False),
+    ({"command": "im", "algorithm": "celf"}, False),
+    ({"command": "sds", "bound": "degree", "threads": 1}, True),
+    ({"command": "sds", "bound": "tight"}, False),
+    ({"command": "im", "options": "--sampler fused"}, False),
+    ({"command": "im", "options": "--batch-width 64"}, False),
+    ({"command": "im", "options": "--algorithm difuser"}, False),
+    ({"command": "sds", "options": "--t 5"}, False),
+    ({"command": "sds", "options": "--batch 64"}, False),
+])
+def test_family_algorithm_keys_are_validated(validator, algorithm, ok):
+    errors = list(validator.iter_errors(_with_algorithm(**algorithm)))
+    assert (not errors) == ok, [e.message for e in errors]
+
+
+@pytest.mark.parametrize("experiment,ok", [
+    ({"kind": "sds", "dataset": "pa2k", "model": ["comp", "truss"], "k": [2, 3], "t": [10], "algorithms": ["a"]}, True),
+    ({"kind": "sds", "dataset": "pa2k", "model": "core", "k": [2], "t": [10], "algorithms": ["a"], "gpus": 2}, True),
+    ({"kind": "sds", "dataset": "pa2k", "model": "IC", "k": [2], "t": [10], "algorithms": ["a"]}, False),
+    ({"kind": "sds", "dataset": "pa2k", "model": "comp", "k": [2], "algorithms": ["a"]}, False),
+    ({"kind": "sds", "dataset": "pa2k", "model": "comp", "k": [0], "t": [10], "algorithms": ["a"]}, False),
+    ({"kind": "im", "dataset": "pa2k", "model": "IC", "k": [5], "algorithms": ["a"], "gpus": 2}, True),
+    ({"kind": "im", "dataset": "pa2k", "model": "IC", "k": [5], "algorithms": ["a"], "gpus": 0}, False),
+    ({"kind": "im", "dataset": "pa2k", "model": "IC", "k": [5], "t": [3], "algorithms": ["a"]}, False),
+    ({"kind": "amcss", "dataset": "pa2k", "model": "IC", "batch": 2, "eta": [5], "algorithms": ["a"], "gpus": 2},
+     False),
+])
+def test_experiment_kinds_are_validated(validator, experiment, ok):
+    base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    base["experiments"] = [experiment]
+    errors = list(validator.iter_errors(base))
+    assert (not errors) == ok, [e.message for e in errors]
+
+
 def test_threads_are_not_configuration_and_paper_algorithms_fix_theirs(validator):
     for path in sorted((ROOT / "config").glob("*.yaml")):
         cfg = yaml.safe_load(path.read_text()) or {}

@@ -4,15 +4,13 @@ import re
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 import plots
+from results_io import read_cells
 
 
 def main(smk) -> None:
     sys.stderr = open(smk.log[0], "w")
-    df = pd.read_csv(smk.input[0])
-    df["verified"] = df["verified"].map(lambda v: None if pd.isna(v) else str(v) == "True")
+    df = read_cells(smk.input[0])
     for path in smk.output:
         name = Path(path).stem
         if name == "amcss_verification":

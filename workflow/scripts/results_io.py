@@ -22,6 +22,13 @@ def load_json(path) -> dict:
         return json.load(fh)
 
 
+def read_cells(path) -> pd.DataFrame:
+    """A table of cells written by write_table (CSV), with its `verified` column as True / False / None."""
+    df = pd.read_csv(path)
+    df["verified"] = df["verified"].map(lambda v: None if pd.isna(v) else str(v) == "True")
+    return df
+
+
 # ---------------------------------------------------------------------------------------------
 # verification
 # ---------------------------------------------------------------------------------------------
@@ -221,8 +228,22 @@ def _first_number(d: dict | None, keys):
     return None
 
 
+def solve_seconds(result: dict) -> float:
+    """The solve's seconds without the warm-up (compiling and loading kernels, recorded apart)."""
+    return _seconds_total(result.get("seconds")) - float(result.get("warm_up_seconds") or 0.0)
+
+
+#: the IMM phases that draw RR sets (the sampler's share of the solve)
+SAMPLING_PHASES = ("lb_sampling", "final_sampling", "estimate")
+#: fields of a fused sampler's instrumentation (`sampler_stats`) kept per IM cell
+SAMPLER_STATS = ("batch_width", "occupancy", "edge_read_ratio", "frontier_bytes_peak", "mask_bytes", "levels",
+                 "traversals")
+
+
 def im_row(result: dict, report: dict | None, cost_scale: float, *, dataset: str, algorithm: str,
-           label: str | None = None, path: str = "") -> dict:
+           label: str | None = None, path: str = "", graph: dict | None = None) -> dict:
+    """One row per IM cell. ``graph``: {'graph': the dataset's graph without its weights, 'weights':
+    the weight setting} (a p-sweep or a weight-setting table groups by them)."""
     seeds = result.get("seed_ids") or result.get("seeds") or []
     oracle = _first_number(report, ("spread", "oracle_spread", "spread_mean", "mean", "estimate"))
     lo = _first_number(report, ("ci_low", "spread_ci_low", "lower"))
@@ -230,14 +251,22 @@ def im_row(result: dict, report: dict | None, cost_scale: float, *, dataset: str
     ci = (report or {}).get("ci") or (report or {}).get("spread_ci")
     if isinstance(ci, (list, tuple)) and len(ci) == 2:
         lo, hi = float(ci[0]), float(ci[1])
+    phases = result.get("seconds_by_phase") or {}
+    stats = result.get("sampler_stats") or {}
+    sampling = [float(phases[p]) for p in SAMPLING_PHASES if isinstance(phases.get(p), (int, float))]
     return {
         "dataset": dataset,
+        "graph": (graph or {}).get("graph", dataset),
+        "weights": (graph or {}).get("weights"),
         "model": result.get("model"),
         "k": int(result.get("k", len(seeds))),
         "rounds": int(result.get("rounds", 1)),
         "algorithm": algorithm,
         "label": label or algorithm,
+        "method": result.get("algorithm"),
+        "sampler": result.get("sampler"),
         "backend": backend_name(result.get("backend")),
+        "ranks": int(result.get("ranks", 1)),
         "eps": result.get("epsilon", result.get("eps")),
         "estimated_spread": result.get("estimated_spread"),
         "oracle_spread": oracle,
@@ -245,6 +274,10 @@ def im_row(result: dict, report: dict | None, cost_scale: float, *, dataset: str
         "oracle_ci_high": hi,
         "theta": result.get("theta"),
         "seconds": _seconds_total(result.get("seconds")),
+        "solve_seconds": solve_seconds(result),
+        "sampling_seconds": sum(sampling) if sampling else math.nan,
+        **{f"fused_{key}": stats.get(key) for key in SAMPLER_STATS},
+        "peak_device_memory": result.get("peak_device_memory"),
         "total_cost": result.get("total_cost"),
         "verified": verify_passed(report),
         "result": path,
@@ -252,21 +285,27 @@ def im_row(result: dict, report: dict | None, cost_scale: float, *, dataset: str
 
 
 IM_COLUMNS = [
-    "dataset", "model", "k", "rounds", "algorithm", "label", "backend", "eps", "estimated_spread", "oracle_spread",
-    "oracle_ci_low", "oracle_ci_high", "theta", "seconds", "total_cost", "verified", "result",
+    "dataset", "graph", "weights", "model", "k", "rounds", "algorithm", "label", "method", "sampler", "backend",
+    "ranks", "eps", "estimated_spread", "oracle_spread", "oracle_ci_low", "oracle_ci_high", "theta", "seconds",
+    "solve_seconds", "sampling_seconds", *(f"fused_{key}" for key in SAMPLER_STATS), "peak_device_memory",
+    "total_cost", "verified", "result",
 ]
 
 
-def collect_im(cells: list[dict], sidecars: dict[str, dict]) -> pd.DataFrame:
+def collect_im(cells: list[dict], sidecars: dict[str, dict], graphs: dict[str, dict] | None = None) -> pd.DataFrame:
+    """`cells`: [{'dataset', 'algorithm', 'label', 'result', 'verify'}] -> one row per cell; ``graphs``:
+    dataset -> {'graph', 'weights'} (default: the dataset itself, the sidecar's weights)."""
     rows = []
     for cell in cells:
         result = load_json(cell["result"])
         if result.get("kind", "im") != "im":
             raise ValueError(f"{cell['result']}: kind {result.get('kind')!r}, expected 'im'")
         report = load_json(cell["verify"]) if cell.get("verify") else None
-        scale = float(sidecars[cell["dataset"]].get("cost_scale") or math.nan)
+        sidecar = sidecars[cell["dataset"]]
+        scale = float(sidecar.get("cost_scale") or math.nan)
+        graph = (graphs or {}).get(cell["dataset"]) or {"graph": cell["dataset"], "weights": sidecar.get("weights")}
         rows.append(im_row(result, report, scale, dataset=cell["dataset"], algorithm=cell["algorithm"],
-                           label=cell.get("label"), path=str(cell["result"])))
+                           label=cell.get("label"), path=str(cell["result"]), graph=graph))
     df = pd.DataFrame(rows, columns=IM_COLUMNS)
     return df.sort_values(["dataset", "model", "k", "algorithm"], kind="stable").reset_index(drop=True)
 
