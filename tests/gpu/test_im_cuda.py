@@ -123,6 +123,29 @@ def test_queue_reservoir_and_tier2_paths():
     same_sets(want, engine_sets(engine(g, "IC", 2, 2, stage_cap=9000), 0, 1000))
 
 
+@pytest.fixture(scope="module")
+def hub_graphs():
+    """Skipping nodes (gpucore.im.skipping): hubs of 15,000 in-arcs at weighted cascade on a BA-like graph, a
+    star whose hub has 50,000 in-arcs at 1/50,000 (about one live arc), and one with 20,000 at p = 0.1 (about
+    2,000 live arcs: 60-odd 32-jump steps an expansion, through the queue reservoir)."""
+    from tests.im_graphs import hub_heavy_graph, star_graph
+
+    return {"ba": hub_heavy_graph(), "star1": star_graph(50_000, 1 / 50_000), "star2k": star_graph(20_000, 0.1)}
+
+
+@pytest.mark.parametrize("name,rounds,count", [("ba", 1, 20_000), ("ba", 2, 5_000), ("star1", 1, 5_000),
+                                               ("star2k", 1, 2_000)])
+def test_skipping_hubs_equal_cpu(hub_graphs, name, rounds, count):
+    g = hub_graphs[name]
+    for j0 in (0, ESTIMATE_OFFSET):
+        want = engine_sets(CPUSampler(g, "IC", rounds, 17, cpu()), j0, count)
+        eng = engine(g, "IC", rounds, 17)
+        assert int((eng.backend.to_host(eng.d["skip"]) < 0).sum()) >= 1
+        same_sets(want, engine_sets(eng, j0, count, batch=count // 2 + 1))
+    if name == "star2k":  # a small staging buffer: sets abandoned half way through the hub, then tier 2
+        same_sets(want, engine_sets(engine(g, "IC", rounds, 17, stage_cap=700), j0, count))
+
+
 def test_pool_overflow_retry_gives_the_same_sets():
     g = pa_graph(2000, 12000, seed=5)
     want = engine_sets(CPUSampler(g, "IC", 1, 4, cpu()), 0, 5000)
@@ -189,6 +212,13 @@ def test_whole_imm_equal_cpu(model, rounds):
                 "estimated_spread", "estimate_sets", "rr_elements", "marginal_coverage"):
         assert a[key] == b[key], key
     assert b["backend"]["backend"] == "cuda" and b["warm_up_seconds"] > 0
+
+
+def test_whole_imm_with_skipping_hubs_equal_cpu(hub_graphs):
+    a = imm(hub_graphs["ba"], 20, 0.2, "IC", seed=4, backend="cpu", sampler="gim")
+    b = imm(hub_graphs["ba"], 20, 0.2, "IC", seed=4, backend="cuda", sampler="gim")
+    for key in ("seed_ids", "theta", "lower_bound", "covered", "estimated_spread", "rr_elements"):
+        assert a[key] == b[key], key
 
 
 def test_imm_real_graph_equal_cpu(real_graph):

@@ -162,6 +162,26 @@ def test_imm_identical_to_cpu_gim(graphs, model, rounds):
     assert got["sampler_stats"]["traversals"] == (got["theta"] + got["estimate_sets"]["count"]) * rounds
 
 
+@pytest.fixture(scope="module")
+def hub_graphs():
+    from tests.im_graphs import hub_heavy_graph, star_graph
+
+    return {"ba": hub_heavy_graph(), "star2k": star_graph(20_000, 0.1)}
+
+
+@pytest.mark.parametrize("width", [64, 256])
+def test_skipping_hubs_equal_unfused(hub_graphs, width):
+    """A lane per slot walks a hub's jumps: hubs of 15,000 in-arcs at weighted cascade (BA-like graph), and a
+    star whose hub has about 2,000 live arcs among 20,000 at p = 0.1 for every traversal."""
+    for name, rounds, count in (("ba", 1, 20_000), ("ba", 2, 4_000), ("star2k", 1, 1_000)):
+        g = hub_graphs[name]
+        want = engine_sets(CPUSampler(g, "IC", rounds, 13, cpu()), 0, count)
+        eng = fused(g, "IC", rounds, 13, batch_width=width, order="rcm")
+        same_sets(want, engine_sets(eng, 0, count, batch=count // 2 + 1))
+        assert_clean(eng)
+        assert eng.stats()["skip_jumps"] > 0
+
+
 def test_fusing_reads_fewer_edges_at_high_p(graphs):
     eng = fused(graphs["p03"], "IC", 1, 2, batch_width=128, order="rcm")
     engine_sets(eng, 0, 20_000)
