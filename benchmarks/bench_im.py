@@ -2,13 +2,13 @@
 """IMM benchmark: seconds per phase of `gpucore im` on the GPU (and the CPU twin), per sampler setting.
 
     python3 benchmarks/bench_im.py OUT --data .shared_data [--graphs epinions,pa1m,pokec,livejournal]
-        [--models IC,LT] [--eps 0.05,0.5] [--k 50] [--samplers gim] [--warps-per-block 2]
+        [--models IC,LT] [--eps 0.05,0.5] [--k 50] [--samplers gim,fused,auto] [--warps-per-block 2]
         [--modes gpu,cpu16] [--repeats 3] [--budget 540]
 
 What is timed ("solve"): the sum of the result's ``seconds_by_phase`` (lb_sampling, lb_selection,
 final_sampling, final_selection, estimate; ``docs/im.md``), which is what the gIM comparison kit
 compares with gIM's own timer. Not in it, and reported beside it: the engine set-up (graph copy to
-the device, kernel loading, per-warp buffers) and the warm-up run (``warm_up_seconds``), so
+the device, kernel loading, per-warp buffers), the warm-up run and auto's probe (``warm_up_seconds``), so
 ``imm_seconds`` (the whole ``imm()`` call) is larger. One process runs every cell, so kernels are
 compiled once (a warm-up cell on a tiny graph first).
 
@@ -16,7 +16,8 @@ Graphs (weighted cascade, as gIM's Table 2): soc-Epinions1 from the --data folde
 preferential-attachment graphs made with ``gpucore generate pa`` (cached in --cache): ``pa1m``
 (1,000,000 / 15,400,000: the size of the comparison kit's BA graph), ``pokec`` (1,632,803 /
 30,622,564) and ``livejournal`` (4,847,571 / 68,993,773). GPU cells are repeated (median kept,
-all recorded). Each (sampler, warps per block) setting is one row, so the settings compare on the
+all recorded). Each (sampler, warps per block) setting is one row (an auto row shows its pick and
+records ``sampler_choice``), so the settings compare on the
 same graph in the same run; the seeds must be identical across settings and backends (recorded).
 A cell whose projected time (from the previous cells of its graph, or a guess from its size)
 exceeds the remaining --budget is skipped and marked, never cut. Writes OUT/bench_im.json and
@@ -47,7 +48,7 @@ GRAPHS = {
 }
 KEEP = ("theta", "lower_bound", "lb_iteration", "lb_sets", "estimated_spread", "estimated_spread_stderr",
         "selection_spread", "rr_elements", "rr_mean_size", "seconds", "seconds_by_phase", "warm_up_seconds",
-        "peak_device_memory", "memory_projected", "seed_ids")
+        "peak_device_memory", "memory_projected", "seed_ids", "sampler", "sampler_options", "sampler_choice")
 
 
 def log(msg: str) -> None:
@@ -82,7 +83,8 @@ def main(argv=None) -> int:
     p.add_argument("--eps", default="0.05,0.5", help="comma-separated epsilons")
     p.add_argument("--k", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--samplers", default="gim", help="comma-separated samplers (gim, fused)")
+    p.add_argument("--samplers", default="gim", help="comma-separated samplers (gim, fused, auto: the probe picks one; "
+                                                     "the row records the sampler used)")
     p.add_argument("--warps-per-block", default="2", help="gim sampler on the GPU: comma-separated settings")
     p.add_argument("--modes", default="gpu,cpu16", help="gpu, cpu16 (--cpu-threads threads), cpu1")
     p.add_argument("--cpu-threads", type=int, default=16)
@@ -209,8 +211,10 @@ def markdown(rep: dict) -> str:
                          f"{c.get('sampler', '')} | {c.get('options', '')} | {why} |  |  |  |  |  |  |  |  |")
             continue
         ph = c["seconds_by_phase"]
+        auto = (c.get("sampler_choice") or {}).get("mode") == "auto"
+        sampler = f"auto: {c['sampler']} {c['sampler_options'] or ''}".strip() if auto else c["sampler"]
         lines.append(
-            f"| {c['title']} | {c['model']} | {c['eps']} | {c['mode']} | {c['sampler']} | {c['options'] or ''} | "
+            f"| {c['title']} | {c['model']} | {c['eps']} | {c['mode']} | {sampler} | {c['options'] or ''} | "
             f"{c['solve']:.3f} | {ph['lb_sampling']:.3f} | {ph['lb_selection']:.3f} | {ph['final_sampling']:.3f} | "
             f"{ph['final_selection']:.3f} | {ph['estimate']:.3f} | {c['theta']:,} ({c['lb_sets']:,}) | "
             f"{c['estimated_spread']:.1f} +- {c['estimated_spread_stderr']:.1f} | {'yes' if c['same_seeds'] else 'NO'} |"

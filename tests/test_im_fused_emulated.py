@@ -175,7 +175,7 @@ def test_counters_match_the_cpu_twin(graphs):
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 2)])
 def test_imm_identical_cpu_and_emulated_cuda(graphs, model, rounds, monkeypatch):
     g = graphs["wc"]
-    want = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu")
+    want = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu", sampler="gim")
     monkeypatch.setitem(SAMPLERS, "fused-emulated", ("gpucore.im.fused.emulated", "emulated_fused_sampler"))
     opts = {"batch_width": 128, "max_batches": 2, "levels_per_sync": 2}
     got = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu", sampler="fused-emulated", sampler_options=opts)

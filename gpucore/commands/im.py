@@ -1,4 +1,4 @@
-"""gpucore im: k seeds maximising expected spread (IMM with gIM's sampler), or MRIM with --rounds T."""
+"""gpucore im: k seeds maximising expected spread (IMM with the gIM or the fused RR-set sampler), or MRIM with --rounds T."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from gpucore.commands.common import (
 )
 from gpucore.errors import GpucoreError
 
-HELP = ("influence maximization: IMM (gIM sampler + GPU greedy) or multi-round IM (--rounds T); JSON result; "
-        "over several GPUs with mpiexec -n N (the same answer)")
+HELP = ("influence maximization: IMM (gIM or fused sampler, picked by a probe; GPU greedy) or multi-round IM "
+        "(--rounds T); JSON result; over several GPUs with mpiexec -n N (the same answer)")
 
 
 def add_arguments(parser) -> None:

@@ -154,7 +154,7 @@ def test_full_graph_sets_p1():
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3)])
 def test_imm_identical_to_cpu_gim(graphs, model, rounds):
     g = graphs["wc"]
-    want = imm(g, 10, 0.3, model, rounds=rounds, seed=5, backend="cpu")
+    want = imm(g, 10, 0.3, model, rounds=rounds, seed=5, backend="cpu", sampler="gim")
     got = imm(g, 10, 0.3, model, rounds=rounds, seed=5, backend="cuda", sampler="fused",
               sampler_options={"batch_width": 64})
     same_imm(want, got)
@@ -187,3 +187,22 @@ def test_fusing_reads_fewer_edges_at_high_p(graphs):
     engine_sets(eng, 0, 20_000)
     s = eng.stats()
     assert s["edge_reads"] * 10 < s["edge_reads_unfused"] and s["occupancy"] > 0.1
+
+
+@pytest.mark.parametrize("name,picked", [("wc", "gim"), ("p03", "fused")])
+def test_auto_picks_and_answers_as_cpu_gim(graphs, name, picked):
+    """--sampler auto on the GPU (the default): the gim engine probes, the pick (fused at width 256 on constant
+    p = 0.3, gim on weighted cascade) runs the phases, the answer is the CPU gim run's and the result records
+    the choice."""
+    g = graphs[name]
+    want = imm(g, 10, 0.5, "IC", seed=5, backend="cpu", sampler="gim")
+    got = imm(g, 10, 0.5, "IC", seed=5, backend="cuda")
+    same_imm(want, got)
+    choice = got["sampler_choice"]
+    assert got["sampler"] == picked and choice["mode"] == "auto" and "note" not in choice
+    assert (choice["probe_traversal_mean"] >= choice["threshold"]) == (picked == "fused")
+    if picked == "fused":
+        assert got["sampler_options"] == {"batch_width": 256}
+        assert got["sampler_stats"]["backend"] == "cuda" and got["sampler_stats"]["batch_width"] == 256
+        assert got["sampler_stats"]["traversals"] == got["theta"] + got["estimate_sets"]["count"]
+    assert got["warm_up_seconds"] > 0 and sum(got["seconds_by_phase"].values()) <= got["seconds"]

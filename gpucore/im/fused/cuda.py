@@ -128,6 +128,15 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         return {"in_indptr": tg.in_indptr, "in_src": tg.in_src, "in_eid": tg.in_eid, "in_prob": tg.in_w,
                 "qcum": tg.qcum, "skip": tg.skip, "old_of_new": tg.old_of_new, "new_of_old": tg.new_of_old}
 
+    def warm_up(self) -> None:
+        """First uses a solve's phases make and a short call does not (``Engine.warm_up``): the sort of a
+        piece's keys beyond one tile (CUB's multi-tile radix sort, other kernels than a small sort's) and
+        the frontier-list rebuild (``fz_rescan``; on the clean masks it lists nothing)."""
+        if self.options.sorted_sources:
+            self.xp.sort(self.backend.asarray(np.arange(1 << 16, 0, -1, dtype=np.int64), what="warm-up keys"))
+        self.ctl[0] = 0  # as _grow_lists before its rescan (a scalar store into a device array)
+        self._rescan(0, self.batches)
+
     # ---- sampling ---------------------------------------------------------------------------
     def sample_into(self, coll, count: int, mean_hint: float) -> None:
         """Append sets j = coll.j_end .. coll.j_end + count - 1 to ``coll`` (in order of j)."""
@@ -249,5 +258,9 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self.lists = [be.empty((self.list_cap,), np.uint64, what="fused frontier lists") for _ in range(2)]
         self.ctl[0] = 0
         self.ctl[1] = 0
+        self._rescan(c, used)
+
+    def _rescan(self, c: int, used: int) -> None:
+        """fz_rescan: list c gets an entry per (batch < used, vertex) whose nxt mask is not empty."""
         self.k_rescan((self.sms * 8,), (256,), (self.nxt, _i64(used), _i64(self.n), np.int32(self.options.words),
                                                self.lists[c], np.uint64(self.list_cap), self.ctl, np.int32(c)))

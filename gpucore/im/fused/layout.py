@@ -13,13 +13,13 @@ depends on the order (tested).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpucore.graph.reorder import inverse_order, relabel_in_csr, vertex_order
 from gpucore.im.cpu import lt_prefix
+from gpucore.timing import Phases
 
 
 @dataclass
@@ -38,15 +38,16 @@ class TraversalGraph:
 
 
 def traversal_graph(in_indptr, in_src, in_eid, in_w, qcum, skip, lt: bool, graph, order: str) -> TraversalGraph:
-    t = time.perf_counter()
-    n = int(graph.n)
-    if order == "none":
-        ident = np.arange(n, dtype=np.int64)
-        return TraversalGraph(order, n, in_indptr, in_src, in_eid, in_w, qcum, skip, ident.astype(np.int32), ident,
-                              time.perf_counter() - t)
-    old_of_new = vertex_order(graph, order)
-    indptr, src, eid, w = relabel_in_csr(in_indptr, in_src, in_eid, in_w, old_of_new)
-    q = lt_prefix(indptr, w) if lt else qcum
-    new_skip = skip if lt else np.ascontiguousarray(skip[old_of_new])
-    return TraversalGraph(order, n, indptr, src, eid, w, q, new_skip, old_of_new.astype(np.int32),
-                          inverse_order(old_of_new), time.perf_counter() - t)
+    timer = Phases(("reorder",))  # the TraversalGraph's seconds
+    with timer.phase("reorder"):
+        n = int(graph.n)
+        if order == "none":
+            ident = np.arange(n, dtype=np.int64)
+            arrays = (in_indptr, in_src, in_eid, in_w, qcum, skip, ident.astype(np.int32), ident)
+        else:
+            old_of_new = vertex_order(graph, order)
+            indptr, src, eid, w = relabel_in_csr(in_indptr, in_src, in_eid, in_w, old_of_new)
+            q = lt_prefix(indptr, w) if lt else qcum
+            new_skip = skip if lt else np.ascontiguousarray(skip[old_of_new])
+            arrays = (indptr, src, eid, w, q, new_skip, old_of_new.astype(np.int32), inverse_order(old_of_new))
+    return TraversalGraph(order, n, *arrays, timer.seconds["reorder"])
