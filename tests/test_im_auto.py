@@ -44,6 +44,14 @@ def test_the_rule_compares_elements_per_traversal(traversal_mean, rounds, want):
                                 "probe_traversal_mean": seen.traversal_mean, "threshold": AUTO_MIN_MEAN}
 
 
+def test_the_rule_gives_lt_runs_to_gim():
+    """The fused sampler's measurements are IC's: under LT auto runs gim, saying so where the mean was large."""
+    large = choose(Probe(None, 10, 10 * 1000, 1), "LT")
+    assert large.sampler == "gim" and large.options == {}
+    assert large.to_dict()["note"] == "LT: the fused sampler is not measured on LT traversals"
+    assert "note" not in choose(Probe(None, 10, 10, 1), "LT").to_dict()
+
+
 def test_probe_picks_gim_on_weighted_cascade(graphs):
     seen = _probe(graphs["wc"])
     assert seen.sets == PROBE_SETS and seen.traversal_mean < AUTO_MIN_MEAN  # small sets: the whole probe
@@ -84,7 +92,7 @@ def test_auto_gives_the_answer_of_gim_and_fused(graphs, name, model, rounds):
     for key in ANSWER:
         assert auto[key] == gim[key] == fused[key], key
     seen = _probe(g, rounds, model, seed=3)
-    want = choose(seen)
+    want = choose(seen, model)
     choice = auto["sampler_choice"]
     assert auto["sampler"] == want.sampler and auto["sampler_options"] == want.options
     assert choice["mode"] == "auto" and choice["probe_sets"] == seen.sets

@@ -18,6 +18,11 @@ chosen when the mean elements per traversal of the ``PROBE_SETS`` sets reach ``A
 probe stops as soon as that is certain (the elements drawn already reach ``AUTO_MIN_MEAN`` x T x
 ``PROBE_SETS``), so large sets cost a few steps; the choice is the same as with the whole probe.
 Keys are the same on every rank of a distributed run, hence so is the choice.
+
+The rule sends only IC runs to the fused sampler (``AUTO_MODELS``): the measurements are IC's, and an LT
+traversal is a walk (one live in-arc per step, found by a binary search of the row's prefix sums), so a
+batch shares little reading while its walks pay one level-synchronous step per step; under LT, auto
+runs gim and its choice carries a ``note`` when the probe's mean reached the threshold.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from dataclasses import dataclass, field
 
 #: mean elements per traversal from which auto picks the fused sampler
 AUTO_MIN_MEAN = 64.0
+#: the models whose runs auto may give the fused sampler (its measurements are IC's; module docstring)
+AUTO_MODELS = ("IC",)
 #: the fused sampler's batch width under auto
 AUTO_WIDTH = 256
 #: sets of the probe, and sets per step of it
@@ -75,7 +82,7 @@ class SamplerChoice:
     probe_mean_size: float = 0.0  # elements per RR set
     probe_traversal_mean: float = 0.0  # elements per traversal: what the rule compares
     threshold: float = AUTO_MIN_MEAN
-    note: str = ""  # why the rule's pick was not used (the fused masks did not fit)
+    note: str = ""  # why gim runs although the probe's mean reached the threshold (the model, or no fused masks fit)
 
     def to_dict(self) -> dict:
         if self.mode != "auto":
@@ -87,8 +94,11 @@ class SamplerChoice:
         return out
 
 
-def choose(seen: Probe, threshold: float = AUTO_MIN_MEAN) -> SamplerChoice:
-    """The auto rule on a probe: fused at ``AUTO_WIDTH`` from ``threshold`` elements per traversal, else gim."""
-    fused = seen.traversal_mean >= threshold
+def choose(seen: Probe, model: str = "IC", threshold: float = AUTO_MIN_MEAN) -> SamplerChoice:
+    """The auto rule on a probe: under a model of ``AUTO_MODELS``, fused at ``AUTO_WIDTH`` from ``threshold``
+    elements per traversal, else gim (with a note where only the model ruled fused out)."""
+    large = seen.traversal_mean >= threshold
+    fused = large and model in AUTO_MODELS
+    note = "" if fused or not large else f"{model}: the fused sampler is not measured on {model} traversals"
     return SamplerChoice("auto", "fused" if fused else "gim", {"batch_width": AUTO_WIDTH} if fused else {},
-                         seen.sets, seen.mean_size, seen.traversal_mean, threshold)
+                         seen.sets, seen.mean_size, seen.traversal_mean, threshold, note)
