@@ -12,7 +12,9 @@ the device, kernel loading, per-warp buffers), the warm-up run and auto's probe 
 ``imm_seconds`` (the whole ``imm()`` call) is larger. One process runs every cell, so kernels are
 compiled once (a warm-up cell on a tiny graph first).
 
-Graphs (weighted cascade, as gIM's Table 2): soc-Epinions1 from the --data folder, and
+Graphs (weighted cascade, as gIM's Table 2): soc-Epinions1 from the --data folder (also at constant
+p = 0.02 and 0.05: ``epinions-p02``, ``epinions-p05``, where ``--samplers gim,fused,auto`` shows auto's
+pick against both samplers), and
 preferential-attachment graphs made with ``gpucore generate pa`` (cached in --cache): ``pa1m``
 (1,000,000 / 15,400,000: the size of the comparison kit's BA graph), ``pokec`` (1,632,803 /
 30,622,564) and ``livejournal`` (4,847,571 / 68,993,773). GPU cells are repeated (median kept,
@@ -41,6 +43,9 @@ from benchmarks.bench_common import GRAPH_CACHE, build_graph, cpu_facts, git_com
 
 GRAPHS = {
     "epinions": {"title": "soc-Epinions1", "file": "soc-Epinions1.txt.gz"},
+    # constant p: RR sets of a mean 74 (p = 0.02, near auto's threshold of 64) and 696 (p = 0.05) elements
+    "epinions-p02": {"title": "soc-Epinions1, p = 0.02", "file": "soc-Epinions1.txt.gz", "weights": "const:0.02"},
+    "epinions-p05": {"title": "soc-Epinions1, p = 0.05", "file": "soc-Epinions1.txt.gz", "weights": "const:0.05"},
     "pa1m": {"title": "PA 1,000,000 / 15,400,000", "nodes": 1_000_000, "edges": 15_400_000},
     "pokec": {"title": "Pokec-size PA (1,632,803 / 30,622,564)", "nodes": 1_632_803, "edges": 30_622_564},
     "livejournal": {"title": "LiveJournal-size PA (4,847,571 / 68,993,773)", "nodes": 4_847_571,
@@ -122,7 +127,7 @@ def main(argv=None) -> int:
         "host": {**cpu_facts(), **get_backend("cpu").device_info()},
         "timed": "solve = sum of seconds_by_phase (lb_sampling, lb_selection, final_sampling, final_selection, "
                  "estimate); engine set-up and warm-up excluded (imm_seconds includes them)",
-        "parameters": {"k": args.k, "eps": eps_list, "models": models, "weights": "wc", "seed": args.seed,
+        "parameters": {"k": args.k, "eps": eps_list, "models": models, "seed": args.seed,
                        "repeats": args.repeats, "budget": args.budget, "cpu_threads": args.cpu_threads},
         "cells": [],
     }
@@ -158,7 +163,8 @@ def main(argv=None) -> int:
                 seeds = None
                 for mode, sampler, options in rows:
                     cell = {"graph": key, "title": GRAPHS[key]["title"], "n": graph.n, "m": graph.m, "model": model,
-                            "eps": eps, "mode": mode, "sampler": sampler, "options": options}
+                            "weights": GRAPHS[key].get("weights", "wc"), "eps": eps, "mode": mode, "sampler": sampler,
+                            "options": options}
                     report["cells"].append(cell)
                     reps = args.repeats if mode == "gpu" else 1
                     scale = 1.0 if eps >= 0.5 else (0.5 / eps) ** 2 / 20  # theta ~ 1/eps^2, after fixed costs
@@ -197,7 +203,8 @@ def markdown(rep: dict) -> str:
         f"- GPU: {dev.get('device', 'none')} ({dev.get('sm_count', '?')} SMs), CUDA runtime "
         f"{dev.get('runtime_version')}, CuPy {dev.get('cupy')}; CPU: {host.get('cpu_model')} "
         f"({host.get('cpu_count')} cores), Numba {host.get('numba')}",
-        f"- k = {pr['k']}, WC weights, run seed {pr['seed']}; GPU: median of {pr['repeats']} runs",
+        f"- k = {pr['k']}, WC weights unless the graph names p, run seed {pr['seed']}; GPU: median of "
+        f"{pr['repeats']} runs",
         f"- timed: {rep['timed']}",
         "",
         "| graph | model | eps | mode | sampler | options | solve s | LB sampling | LB selection | final sampling "

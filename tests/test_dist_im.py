@@ -354,16 +354,22 @@ def _fused(comm) -> dict:
 
 
 def _auto(comm) -> dict:
-    """IMM with --sampler auto on a dense graph at p = 0.3 and on the small one, and gim's answer on each."""
+    """IMM with --sampler auto on a dense graph at p = 0.3 and on the small one, and gim's answer on each;
+    auto under its GPU rule (the cpu backend added to ``AUTO_BACKENDS`` for the call)."""
+    import gpucore.im.auto as auto_mod
     from gpucore.im import imm
     from tests.im_graphs import dense_graph
 
     out = {}
-    for name, graph in (("dense", dense_graph()), ("small", small_graph())):
-        auto = imm(graph, 3, 0.5, "IC", seed=7, backend="cpu", comm=comm)
-        gim = imm(graph, 3, 0.5, "IC", seed=7, backend="cpu", comm=comm, sampler="gim")
-        out[name] = {"answer": _answer(auto), "gim": _answer(gim), "sampler": auto["sampler"],
-                     "sampler_choice": auto["sampler_choice"]}
+    backends, auto_mod.AUTO_BACKENDS = auto_mod.AUTO_BACKENDS, ("cuda", "cpu")
+    try:
+        for name, graph in (("dense", dense_graph()), ("small", small_graph())):
+            auto = imm(graph, 3, 0.5, "IC", seed=7, backend="cpu", comm=comm)
+            gim = imm(graph, 3, 0.5, "IC", seed=7, backend="cpu", comm=comm, sampler="gim")
+            out[name] = {"answer": _answer(auto), "gim": _answer(gim), "sampler": auto["sampler"],
+                         "sampler_choice": auto["sampler_choice"]}
+    finally:
+        auto_mod.AUTO_BACKENDS = backends
     return out
 
 

@@ -155,7 +155,11 @@ def test_fused_engine_phases_use_nothing_the_warm_up_did_not(recorder, monkeypat
 
 @pytest.mark.parametrize("graph,picked", [("wc", "gim"), ("dense", "fused")])
 def test_auto_engine_phases_use_nothing_the_warm_up_did_not(recorder, monkeypatch, graph, picked):
-    """Under --sampler auto the picked engine is warmed up (the fused one after the gim one probed)."""
+    """Under --sampler auto the picked engine is warmed up (the fused one after the gim one probed; the GPU's
+    rule, the cpu backend added to its backends)."""
+    import gpucore.im.auto as auto_mod
+
+    monkeypatch.setattr(auto_mod, "AUTO_BACKENDS", ("cuda", "cpu"))
     monkeypatch.setitem(SAMPLERS, "fused-emulated", ("gpucore.im.fused.emulated", "emulated_fused_sampler"))
     real = driver.make_engine
 

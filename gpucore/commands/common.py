@@ -160,8 +160,8 @@ def add_sampler_options(parser) -> None:
     parser.add_argument("--sampler", default="auto", metavar="{auto,gim,fused}",
                         help="RR-set sampler: gim (gIM's, one traversal per warp), fused (FuseIM: many traversals "
                              "share one frontier of bit masks) or auto (default): a probe of up to 512 throw-away "
-                             "sets measures the mean elements per traversal, and IC runs from 64 on use fused at "
-                             "width 256, the others gim (the threshold: H100 measurements, docs/im.md). Both draw "
+                             "sets measures the mean elements per traversal, and IC runs on a GPU from 64 on use "
+                             "fused at width 256, the others gim (H100 measurements, docs/im.md). Both draw "
                              "the same sets: the choice changes time, never the answer. The result records it "
                              "(sampler, sampler_choice)")
     group = parser.add_argument_group("fused sampler (--sampler fused; docs/fuseim.md)")

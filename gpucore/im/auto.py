@@ -19,10 +19,13 @@ probe stops as soon as that is certain (the elements drawn already reach ``AUTO_
 ``PROBE_SETS``), so large sets cost a few steps; the choice is the same as with the whole probe.
 Keys are the same on every rank of a distributed run, hence so is the choice.
 
-The rule sends only IC runs to the fused sampler (``AUTO_MODELS``): the measurements are IC's, and an LT
-traversal is a walk (one live in-arc per step, found by a binary search of the row's prefix sums), so a
-batch shares little reading while its walks pay one level-synchronous step per step; under LT, auto
-runs gim and its choice carries a ``note`` when the probe's mean reached the threshold.
+Only where the fused sampler was measured to win does the rule send runs to it: IC runs on a GPU
+(``AUTO_MODELS``, ``AUTO_BACKENDS``). An LT traversal is a walk (one live in-arc per step, found by a
+binary search of the row's prefix sums), so a batch shares little reading while its walks pay one
+level-synchronous step per step, and no LT run was measured. On the CPU the fused sampler (Numba) took
+about twice the gim sampler's solve time in ``benchmarks/bench_im.py`` (soc-Epinions1 at p = 0.02
+and 0.05, mean sets of 74 and 696 elements, k = 10, eps = 0.5, 2 cores). There auto runs gim, and its
+choice carries a ``note`` when the probe's mean reached the threshold.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from dataclasses import dataclass, field
 
 #: mean elements per traversal from which auto picks the fused sampler
 AUTO_MIN_MEAN = 64.0
-#: the models whose runs auto may give the fused sampler (its measurements are IC's; module docstring)
+#: the models and backends whose runs auto may give the fused sampler (where it was measured to win)
 AUTO_MODELS = ("IC",)
+AUTO_BACKENDS = ("cuda",)
 #: the fused sampler's batch width under auto
 AUTO_WIDTH = 256
 #: sets of the probe, and sets per step of it
@@ -82,7 +86,7 @@ class SamplerChoice:
     probe_mean_size: float = 0.0  # elements per RR set
     probe_traversal_mean: float = 0.0  # elements per traversal: what the rule compares
     threshold: float = AUTO_MIN_MEAN
-    note: str = ""  # why gim runs although the probe's mean reached the threshold (the model, or no fused masks fit)
+    note: str = ""  # why gim runs although the probe's mean reached the threshold (model, backend, no masks fit)
 
     def to_dict(self) -> dict:
         if self.mode != "auto":
@@ -94,11 +98,15 @@ class SamplerChoice:
         return out
 
 
-def choose(seen: Probe, model: str = "IC", threshold: float = AUTO_MIN_MEAN) -> SamplerChoice:
-    """The auto rule on a probe: under a model of ``AUTO_MODELS``, fused at ``AUTO_WIDTH`` from ``threshold``
-    elements per traversal, else gim (with a note where only the model ruled fused out)."""
+def choose(seen: Probe, model: str, backend: str, threshold: float = AUTO_MIN_MEAN) -> SamplerChoice:
+    """The auto rule on a probe: for a ``model`` of ``AUTO_MODELS`` on a ``backend`` (its name) of
+    ``AUTO_BACKENDS``, fused at ``AUTO_WIDTH`` from ``threshold`` elements per traversal, else gim (with a
+    note where only the model or the backend ruled fused out)."""
     large = seen.traversal_mean >= threshold
-    fused = large and model in AUTO_MODELS
-    note = "" if fused or not large else f"{model}: the fused sampler is not measured on {model} traversals"
+    fused = large and model in AUTO_MODELS and backend in AUTO_BACKENDS
+    note = ""
+    if large and not fused:
+        note = (f"{model}: the fused sampler is not measured on {model} traversals" if model not in AUTO_MODELS
+                else f"{backend}: the fused sampler is not faster than gim on the {backend} backend")
     return SamplerChoice("auto", "fused" if fused else "gim", {"batch_width": AUTO_WIDTH} if fused else {},
                          seen.sets, seen.mean_size, seen.traversal_mean, threshold, note)

@@ -173,7 +173,7 @@ def prepare_engine(graph, model: str, rounds: int, seed: int, backend, sampler: 
     choice, pool = SamplerChoice("given", sampler, dict(options)), 0
     if auto or backend.is_cuda:
         seen = probe(engine)
-        choice = choose(seen, model) if auto else choice
+        choice = choose(seen, model, backend.name) if auto else choice
         pool = pool_bytes(engine, seen, params, k, memory_limit, ranks) if backend.is_cuda else 0
         seen.coll.release()
     if choice.sampler == "fused" and auto:
