@@ -2,21 +2,24 @@
 """IMM benchmark: seconds per phase of `gpucore im` on the GPU (and the CPU twin), per sampler setting.
 
     python3 benchmarks/bench_im.py OUT --data .shared_data [--graphs epinions,pa1m,pokec,livejournal]
-        [--models IC,LT] [--eps 0.05,0.5] [--k 50] [--samplers gim] [--warps-per-block 2]
+        [--models IC,LT] [--eps 0.05,0.5] [--k 50] [--samplers gim,fused,auto] [--warps-per-block 2]
         [--modes gpu,cpu16] [--repeats 3] [--budget 540]
 
 What is timed ("solve"): the sum of the result's ``seconds_by_phase`` (lb_sampling, lb_selection,
 final_sampling, final_selection, estimate; ``docs/im.md``), which is what the gIM comparison kit
 compares with gIM's own timer. Not in it, and reported beside it: the engine set-up (graph copy to
-the device, kernel loading, per-warp buffers) and the warm-up run (``warm_up_seconds``), so
+the device, kernel loading, per-warp buffers), the warm-up run and auto's probe (``warm_up_seconds``), so
 ``imm_seconds`` (the whole ``imm()`` call) is larger. One process runs every cell, so kernels are
 compiled once (a warm-up cell on a tiny graph first).
 
-Graphs (weighted cascade, as gIM's Table 2): soc-Epinions1 from the --data folder, and
+Graphs (weighted cascade, as gIM's Table 2): soc-Epinions1 from the --data folder (also at constant
+p = 0.02 and 0.05: ``epinions-p02``, ``epinions-p05``, where ``--samplers gim,fused,auto`` shows auto's
+pick against both samplers), and
 preferential-attachment graphs made with ``gpucore generate pa`` (cached in --cache): ``pa1m``
 (1,000,000 / 15,400,000: the size of the comparison kit's BA graph), ``pokec`` (1,632,803 /
 30,622,564) and ``livejournal`` (4,847,571 / 68,993,773). GPU cells are repeated (median kept,
-all recorded). Each (sampler, warps per block) setting is one row, so the settings compare on the
+all recorded). Each (sampler, warps per block) setting is one row (an auto row shows its pick and
+records ``sampler_choice``), so the settings compare on the
 same graph in the same run; the seeds must be identical across settings and backends (recorded).
 A cell whose projected time (from the previous cells of its graph, or a guess from its size)
 exceeds the remaining --budget is skipped and marked, never cut. Writes OUT/bench_im.json and
@@ -40,6 +43,9 @@ from benchmarks.bench_common import GRAPH_CACHE, build_graph, cpu_facts, git_com
 
 GRAPHS = {
     "epinions": {"title": "soc-Epinions1", "file": "soc-Epinions1.txt.gz"},
+    # constant p: RR sets of a mean 74 (p = 0.02, near auto's threshold of 64) and 696 (p = 0.05) elements
+    "epinions-p02": {"title": "soc-Epinions1, p = 0.02", "file": "soc-Epinions1.txt.gz", "weights": "const:0.02"},
+    "epinions-p05": {"title": "soc-Epinions1, p = 0.05", "file": "soc-Epinions1.txt.gz", "weights": "const:0.05"},
     "pa1m": {"title": "PA 1,000,000 / 15,400,000", "nodes": 1_000_000, "edges": 15_400_000},
     "pokec": {"title": "Pokec-size PA (1,632,803 / 30,622,564)", "nodes": 1_632_803, "edges": 30_622_564},
     "livejournal": {"title": "LiveJournal-size PA (4,847,571 / 68,993,773)", "nodes": 4_847_571,
@@ -47,7 +53,7 @@ GRAPHS = {
 }
 KEEP = ("theta", "lower_bound", "lb_iteration", "lb_sets", "estimated_spread", "estimated_spread_stderr",
         "selection_spread", "rr_elements", "rr_mean_size", "seconds", "seconds_by_phase", "warm_up_seconds",
-        "peak_device_memory", "memory_projected", "seed_ids")
+        "peak_device_memory", "memory_projected", "seed_ids", "sampler", "sampler_options", "sampler_choice")
 
 
 def log(msg: str) -> None:
@@ -82,7 +88,8 @@ def main(argv=None) -> int:
     p.add_argument("--eps", default="0.05,0.5", help="comma-separated epsilons")
     p.add_argument("--k", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--samplers", default="gim", help="comma-separated samplers (gim, fused)")
+    p.add_argument("--samplers", default="gim", help="comma-separated samplers (gim, fused, auto: the probe picks one; "
+                                                     "the row records the sampler used)")
     p.add_argument("--warps-per-block", default="2", help="gim sampler on the GPU: comma-separated settings")
     p.add_argument("--modes", default="gpu,cpu16", help="gpu, cpu16 (--cpu-threads threads), cpu1")
     p.add_argument("--cpu-threads", type=int, default=16)
@@ -120,7 +127,7 @@ def main(argv=None) -> int:
         "host": {**cpu_facts(), **get_backend("cpu").device_info()},
         "timed": "solve = sum of seconds_by_phase (lb_sampling, lb_selection, final_sampling, final_selection, "
                  "estimate); engine set-up and warm-up excluded (imm_seconds includes them)",
-        "parameters": {"k": args.k, "eps": eps_list, "models": models, "weights": "wc", "seed": args.seed,
+        "parameters": {"k": args.k, "eps": eps_list, "models": models, "seed": args.seed,
                        "repeats": args.repeats, "budget": args.budget, "cpu_threads": args.cpu_threads},
         "cells": [],
     }
@@ -156,7 +163,8 @@ def main(argv=None) -> int:
                 seeds = None
                 for mode, sampler, options in rows:
                     cell = {"graph": key, "title": GRAPHS[key]["title"], "n": graph.n, "m": graph.m, "model": model,
-                            "eps": eps, "mode": mode, "sampler": sampler, "options": options}
+                            "weights": GRAPHS[key].get("weights", "wc"), "eps": eps, "mode": mode, "sampler": sampler,
+                            "options": options}
                     report["cells"].append(cell)
                     reps = args.repeats if mode == "gpu" else 1
                     scale = 1.0 if eps >= 0.5 else (0.5 / eps) ** 2 / 20  # theta ~ 1/eps^2, after fixed costs
@@ -195,7 +203,8 @@ def markdown(rep: dict) -> str:
         f"- GPU: {dev.get('device', 'none')} ({dev.get('sm_count', '?')} SMs), CUDA runtime "
         f"{dev.get('runtime_version')}, CuPy {dev.get('cupy')}; CPU: {host.get('cpu_model')} "
         f"({host.get('cpu_count')} cores), Numba {host.get('numba')}",
-        f"- k = {pr['k']}, WC weights, run seed {pr['seed']}; GPU: median of {pr['repeats']} runs",
+        f"- k = {pr['k']}, WC weights unless the graph names p, run seed {pr['seed']}; GPU: median of "
+        f"{pr['repeats']} runs",
         f"- timed: {rep['timed']}",
         "",
         "| graph | model | eps | mode | sampler | options | solve s | LB sampling | LB selection | final sampling "
@@ -209,8 +218,10 @@ def markdown(rep: dict) -> str:
                          f"{c.get('sampler', '')} | {c.get('options', '')} | {why} |  |  |  |  |  |  |  |  |")
             continue
         ph = c["seconds_by_phase"]
+        auto = (c.get("sampler_choice") or {}).get("mode") == "auto"
+        sampler = f"auto: {c['sampler']} {c['sampler_options'] or ''}".strip() if auto else c["sampler"]
         lines.append(
-            f"| {c['title']} | {c['model']} | {c['eps']} | {c['mode']} | {c['sampler']} | {c['options'] or ''} | "
+            f"| {c['title']} | {c['model']} | {c['eps']} | {c['mode']} | {sampler} | {c['options'] or ''} | "
             f"{c['solve']:.3f} | {ph['lb_sampling']:.3f} | {ph['lb_selection']:.3f} | {ph['final_sampling']:.3f} | "
             f"{ph['final_selection']:.3f} | {ph['estimate']:.3f} | {c['theta']:,} ({c['lb_sets']:,}) | "
             f"{c['estimated_spread']:.1f} +- {c['estimated_spread_stderr']:.1f} | {'yes' if c['same_seeds'] else 'NO'} |"

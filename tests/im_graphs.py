@@ -38,3 +38,62 @@ def pa_graph(nodes=3000, edges=20000, seed=3, prob=None):
         indeg = np.bincount(dst, minlength=nodes)
         prob = 1.0 / indeg[dst]
     return from_arcs(nodes, src, dst, prob)
+
+
+def hubs_graph(leaves=300, seed=5):
+    """Hubs whose in-rows skip (``gpucore.im.skipping``) beside rows that keep coins, RR sets passing several.
+
+    Hub 0: an in-arc from every leaf, weighted cascade p = 1/leaves (skips); hub 1: from the first 200
+    leaves at p = 0.05 (skips); hub 2: from 150 leaves at p = 0.2 (coins: above 1/8); hub 3: from 150
+    leaves at mixed p (coins); node 4: 32 in-arcs at 1/32 (skips: the shortest skipping row); node 5: 31
+    at 1/31 (coins). Every leaf has in-arcs from the hubs and from 4 and 5 (p 0.3) and two random leaves
+    (p 0.2): short rows, coins. Nodes 0..5 are the hubs, 6.. the leaves."""
+    rng = np.random.default_rng(seed)
+    leaf = np.arange(6, 6 + leaves)
+    parts = [
+        (leaf, 0, np.full(leaves, 1.0 / leaves)),
+        (leaf[:200], 1, np.full(200, 0.05)),
+        (leaf[50:200], 2, np.full(150, 0.2)),
+        (leaf[100:250], 3, rng.uniform(0.01, 0.1, 150)),
+        (leaf[:32], 4, np.full(32, 1 / 32)),
+        (leaf[40:71], 5, np.full(31, 1 / 31)),
+    ]
+    src = [p[0] for p in parts]
+    dst = [np.full(p[0].size, p[1]) for p in parts]
+    prob = [p[2] for p in parts]
+    for hub in range(6):
+        src.append(np.full(leaves, hub))
+        dst.append(leaf)
+        prob.append(np.full(leaves, 0.3))
+    for _ in range(2):
+        other = rng.integers(6, 6 + leaves, leaves)
+        keep = other != leaf
+        src.append(other[keep])
+        dst.append(leaf[keep])
+        prob.append(np.full(keep.sum(), 0.2))
+    src, dst, prob = np.concatenate(src), np.concatenate(dst), np.concatenate(prob)
+    key, first = np.unique(src * (6 + leaves) + dst, return_index=True)
+    return from_arcs(6 + leaves, src[first], dst[first], prob[first])
+
+
+def hub_heavy_graph(nodes=60_000, edges=400_000, hubs=4, fans=15_000, seed=2):
+    """Preferential attachment (both arcs of every edge) plus ``hubs`` hubs joined both ways to ``fans``
+    nodes each, weighted cascade: hubs of about ``fans`` in-arcs at p = 1 / indegree, as the BA graphs of
+    the gIM comparison (whose first nodes attach only to the r first ones) have, for the skipping tests."""
+    src, dst = preferential_attachment(nodes, edges, 1.0, seed)
+    rng = np.random.default_rng(seed)
+    fan = np.concatenate([rng.choice(np.arange(hubs, nodes), fans, replace=False) for _ in range(hubs)])
+    hub = np.repeat(np.arange(hubs), fans)
+    src = np.concatenate([src, fan, hub])
+    dst = np.concatenate([dst, hub, fan])
+    keep = src != dst
+    key = np.unique(src[keep] * nodes + dst[keep])
+    src, dst = key // nodes, key % nodes
+    indeg = np.bincount(dst, minlength=nodes)
+    return from_arcs(nodes, src, dst, 1.0 / indeg[dst])
+
+
+def star_graph(d=1000, p=0.125):
+    """Hub 0 with d in-arcs at p (a skipping node with about d p live in-arcs: several 32-jump steps per
+    expansion), and an arc 0 -> every leaf at p = 1, so that every RR set expands the hub."""
+    return from_arcs(d + 1, list(range(1, d + 1)) + [0] * d, [0] * d + list(range(1, d + 1)), [p] * d + [1.0] * d)

@@ -283,6 +283,23 @@ def test_the_fused_sampler_over_ranks(reference):
 
 
 @needs_mpi
+def test_auto_picks_alike_on_every_rank():
+    """--sampler auto over ranks: the probe (the same keys on every rank) picks the fused sampler on a dense
+    graph at p = 0.3 and gim on the small one; the answer is gim's on one process."""
+    from gpucore.dist import SingleComm
+
+    want = _auto(SingleComm())
+    assert want["dense"]["sampler"] == "fused" and want["small"]["sampler"] == "gim"
+    assert want["dense"]["answer"] == want["dense"]["gim"] and want["small"]["answer"] == want["small"]["gim"]
+    for n in (2, 3):
+        out = case(n, "auto", script=__file__, timeout=300)
+        for name in ("dense", "small"):
+            assert out[name]["answer"] == want[name]["gim"], f"auto on {name}, {n} ranks"
+            assert out[name]["sampler"] == want[name]["sampler"]
+            assert out[name]["sampler_choice"] == want[name]["sampler_choice"]
+
+
+@needs_mpi
 def test_keys_of_growing_extensions_cover_each_set_once():
     out = case(3, "keys", script=__file__)
     assert out["union"] == list(range(0, 1001)) + list(range(2**40, 2**40 + 20))
@@ -336,6 +353,26 @@ def _fused(comm) -> dict:
     return solve(comm, *SOLVES[0], sampler="fused")
 
 
+def _auto(comm) -> dict:
+    """IMM with --sampler auto on a dense graph at p = 0.3 and on the small one, and gim's answer on each;
+    auto under its GPU rule (the cpu backend added to ``AUTO_BACKENDS`` for the call)."""
+    import gpucore.im.auto as auto_mod
+    from gpucore.im import imm
+    from tests.im_graphs import dense_graph
+
+    out = {}
+    backends, auto_mod.AUTO_BACKENDS = auto_mod.AUTO_BACKENDS, ("cuda", "cpu")
+    try:
+        for name, graph in (("dense", dense_graph()), ("small", small_graph())):
+            auto = imm(graph, 3, 0.5, "IC", seed=7, backend="cpu", comm=comm)
+            gim = imm(graph, 3, 0.5, "IC", seed=7, backend="cpu", comm=comm, sampler="gim")
+            out[name] = {"answer": _answer(auto), "gim": _answer(gim), "sampler": auto["sampler"],
+                         "sampler_choice": auto["sampler_choice"]}
+    finally:
+        auto_mod.AUTO_BACKENDS = backends
+    return out
+
+
 def _keys(comm) -> dict:
     """Three extensions of the selection sets (to 10, 400, 1001) and one of the estimate's (20)."""
     from gpucore.backend import get_backend
@@ -367,7 +404,8 @@ def _mismatch(comm):
     return {"messages": comm.allgather("no error")}
 
 
-_CASES = {"solves": _solves, "emulated": _emulated, "fused": _fused, "keys": _keys, "mismatch": _mismatch}
+_CASES = {"solves": _solves, "emulated": _emulated, "fused": _fused, "auto": _auto, "keys": _keys,
+          "mismatch": _mismatch}
 
 if __name__ == "__main__":
     rank_main(_CASES)

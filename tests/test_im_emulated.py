@@ -20,6 +20,7 @@ from gpucore.im.engine import make_engine, stepwise_greedy
 from gpucore.im.emulated import available, emulated_engine
 from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
+from tests.im_graphs import hubs_graph, star_graph
 
 pytestmark = pytest.mark.skipif(not available(), reason="g++ not available")
 
@@ -70,6 +71,17 @@ def test_reservoir_offload_and_reload():
     eng = emulated_engine(g, "IC", 1, 3, queue_size=64)
     same_sets(want, engine_sets(eng, 0, 40))
     same_sets(cpu_sets(g, "IC", 2, 3, 0, 20), engine_sets(emulated_engine(g, "IC", 2, 3, queue_size=64), 0, 20))
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_skipping_hubs_equal_cpu(rounds):
+    """The warp's 32 jumps per step and their prefix sum, one step or many per hub, with the queue reservoir
+    and with sets abandoned half way through a hub for tier 2."""
+    for g, kw in ((hubs_graph(), {}), (star_graph(), {"queue_size": 64}), (star_graph(), {"stage_cap": 50})):
+        want = cpu_sets(g, "IC", rounds, 4, 0, 120)
+        got = engine_sets(emulated_engine(g, "IC", rounds, 4, **kw), 0, 120, batch=50)
+        same_sets(want, got)
+    assert np.diff(want[0]).mean() > 100 * rounds  # the star: about 125 live in-arcs a hub expansion
 
 
 def test_tier2_for_sets_beyond_the_staging_buffer():

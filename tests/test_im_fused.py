@@ -25,7 +25,7 @@ from gpucore.im.fused.cpu import FusedCPUSampler
 from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
 from gpucore.random import Stream, mix_py
-from tests.im_graphs import dense_graph, wc_graph
+from tests.im_graphs import dense_graph, hubs_graph, wc_graph
 
 CPU = get_backend("cpu")
 
@@ -58,6 +58,21 @@ def test_equal_to_unfused_every_width_order_and_tail(graphs, model, rounds, widt
                         got = canonical(*engine_sets(eng, j0, 333, batch=130))  # 130, 130, 73: no multiple
                         same(want, got)
                         assert eng.stats()["traversals"] == 333 * rounds
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_skipping_hubs_equal_to_unfused(rounds):
+    """Traversals that reach a skipping hub walk its jumps bit by bit: the unfused sampler's sets, every width
+    and order; the jumps are counted apart from the rows read."""
+    g = hubs_graph()
+    want = unfused(g, "IC", rounds, 5, 3, 257)
+    for width in batching.WIDTHS:
+        for order, tail in (("none", "refill"), ("rcm", "none"), ("community", "refill")):
+            eng = FusedCPUSampler(g, "IC", rounds, 5, CPU, batch_width=width, order=order, tail=tail)
+            same(want, canonical(*engine_sets(eng, 3, 257, batch=100)))
+            stats = eng.stats()
+            assert stats["skip_jumps"] > 0 and stats["traversals"] == 257 * rounds
+            assert stats["edge_reads"] < stats["edge_reads_unfused"]
 
 
 def test_every_set_is_there_once_with_its_root(graphs):
@@ -139,7 +154,7 @@ def same_imm(a, b):
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3)])
 def test_imm_identical_whatever_the_sampler(graphs, model, rounds):
     g = graphs["wc"]
-    want = imm(g, 5, 0.5, model, rounds=rounds, seed=3, backend="cpu")
+    want = imm(g, 5, 0.5, model, rounds=rounds, seed=3, backend="cpu", sampler="gim")
     assert want["sampler"] == "gim" and "sampler_stats" not in want
     for opts in ({"batch_width": 32}, {"batch_width": 256, "order": "community", "tail": "none",
                                        "sorted_sources": False}):
@@ -151,6 +166,14 @@ def test_imm_identical_whatever_the_sampler(graphs, model, rounds):
         # the warm-up's sets are not counted: exactly the selection's and the estimate's traversals
         assert stats["traversals"] == (got["theta"] + got["estimate_sets"]["count"]) * rounds
         assert set(stats["seconds_by_phase"]) == {"reorder", "roots", "traverse", "compact"}
+
+
+def test_imm_identical_whatever_the_sampler_with_skipping_hubs():
+    g = hubs_graph()
+    want = imm(g, 4, 0.5, "IC", seed=8, backend="cpu", sampler="gim")
+    got = imm(g, 4, 0.5, "IC", seed=8, backend="cpu", sampler="fused", sampler_options={"batch_width": 64})
+    same_imm(want, got)
+    assert got["sampler_stats"]["skip_jumps"] > 0
 
 
 @pytest.mark.parametrize("options,msg", [

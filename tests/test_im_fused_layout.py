@@ -11,6 +11,7 @@ from gpucore.graph.reorder import ORDERS, inverse_order, relabel_in_csr, vertex_
 from gpucore.im.cpu import lt_prefix
 from gpucore.im.fused.batching import dispatch_order, pieces, set_roots
 from gpucore.im.fused.layout import traversal_graph
+from gpucore.im.skipping import ic_skip_table
 from gpucore.random import Stream, mix_py
 
 
@@ -70,9 +71,24 @@ def test_relabelled_rows_keep_arc_ids_weights_and_order():
         np.testing.assert_array_equal(eid2[c:d], g.in_eid[a:b])
         np.testing.assert_array_equal(w2[c:d], g.in_prob[a:b])
         np.testing.assert_array_equal(q_new[c:d], q_old[a:b])
-    tg = traversal_graph(np.asarray(g.in_indptr), g.in_src, g.in_eid, g.in_prob, q_old, True, g, "rcm")
+    tg = traversal_graph(np.asarray(g.in_indptr), g.in_src, g.in_eid, g.in_prob, q_old, np.zeros(1), True, g, "rcm")
     np.testing.assert_array_equal(tg.old_of_new, old_of_new)
     np.testing.assert_array_equal(tg.new_of_old[tg.old_of_new], np.arange(n))
+
+
+def test_relabelled_nodes_keep_their_skip_entries():
+    # hubs 0..2 with 40 in-arcs each: weighted cascade (skipping), constant p 0.05 (skipping), mixed (coins)
+    n = 130
+    src = np.concatenate([np.arange(3, 43), np.arange(43, 83), np.arange(83, 123), np.arange(3, 130) // 2 + 3])
+    dst = np.concatenate([np.zeros(40), np.ones(40), np.full(40, 2), np.arange(3, 130)]).astype(np.int64)
+    prob = np.concatenate([np.full(40, 1 / 40), np.full(40, 0.05), np.linspace(0.01, 0.1, 40), np.full(127, 0.5)])
+    keep = src != dst
+    g = from_arcs(n, src[keep], dst[keep], prob[keep])
+    skip = ic_skip_table(g.in_indptr, g.in_prob, "IC")
+    assert (skip < 0).tolist()[:3] == [True, True, False] and not (skip[3:] < 0).any()
+    tg = traversal_graph(np.asarray(g.in_indptr), g.in_src, g.in_eid, g.in_prob, np.zeros(1), skip, False, g, "rcm")
+    np.testing.assert_array_equal(tg.skip, skip[tg.old_of_new])
+    np.testing.assert_array_equal(tg.skip, ic_skip_table(tg.in_indptr, tg.in_w, "IC"))  # rows keep their weights
 
 
 def test_unknown_order():

@@ -56,7 +56,13 @@ class FakeEngine:
         self.collections.append(c)
         return c
 
-    def warm_up(self):
+    def warm_up(self, k=1):
+        pass
+
+    def reserve(self, nbytes):
+        pass
+
+    def reset_stats(self):
         pass
 
     def sampler_stats(self):
@@ -86,7 +92,7 @@ def run_fake(monkeypatch, n, k, eps, fractions):
     eng = FakeEngine(fractions)
     eng.n = n
     monkeypatch.setattr(imm_mod, "make_engine", lambda *a, **kw: eng)
-    return imm(g, k, eps, "IC", backend="cpu"), eng
+    return imm(g, k, eps, "IC", backend="cpu", sampler="gim"), eng  # a named sampler: no probe on the CPU
 
 
 def test_lb_loop_stops_at_first_pass(monkeypatch):
@@ -123,7 +129,7 @@ def test_bound_skips_greedies_that_cannot_pass(monkeypatch):
     bounds = iter([int(0.2 * p.theta_i(1)), int(0.2 * p.theta_i(2)), p.theta_i(3)])
     eng.coverage_bound = lambda coll, k: next(bounds)
     monkeypatch.setattr(imm_mod, "make_engine", lambda *a, **kw: eng)
-    res = imm(g, k, eps, "IC", backend="cpu")
+    res = imm(g, k, eps, "IC", backend="cpu", sampler="gim")
     assert eng.calls[0] == p.theta_i(3)  # the first greedy ran at iteration 3
     first, second, third = res["lb_iterations"]
     assert "covered" not in first and "covered" not in second and third["covered"] == round(f3 * p.theta_i(3))

@@ -19,6 +19,8 @@ from gpucore.graph import from_arcs
 from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, rr_sets
 from gpucore.random import Stream, mix_py
+from tests.im_graphs import hubs_graph
+from tests.test_random import py_log1p_series, py_skip_jump
 
 TWO40 = 2**40
 
@@ -35,10 +37,21 @@ def py_uniform(h):
     return (h >> 11) * 2.0**-53
 
 
+def py_skip_rates(g, in_w):
+    """1 / ln(1 - p) of every skipping node (docs/im.md: 32 or more in-arcs, one float32 p in (0, 1/8])."""
+    out = {}
+    for v in range(g.n):
+        ps = {float(x) for x in in_w[g.in_indptr[v] : g.in_indptr[v + 1]]}
+        if g.in_indptr[v + 1] - g.in_indptr[v] >= 32 and len(ps) == 1 and 0.0 < min(ps) <= 0.125:
+            out[v] = 1.0 / py_log1p_series(-min(ps))
+    return out
+
+
 def py_rr_set(g, model, seed, j, rounds=1):
     """Independent plain-Python RR set of key j (all rounds), as a sorted list of elements."""
     n = g.n
     in_w = g.edge_probabilities(model)[0]
+    skips = py_skip_rates(g, in_w) if model == "IC" else {}
     root = mix_py(seed, Stream.ROOT, j, 0, 0) % n
     out = []
     for t in range(rounds):
@@ -48,6 +61,19 @@ def py_rr_set(g, model, seed, j, rounds=1):
             queue = [root]
             while queue:
                 u = queue.pop()
+                if u in skips:  # live in-arcs by geometric jumps
+                    beg, d = int(g.in_indptr[u]), int(g.in_indptr[u + 1] - g.in_indptr[u])
+                    pos, i = -1, 0
+                    while True:
+                        pos += 1 + py_skip_jump(mix_py(seed, Stream.SKIP, s, u, i), skips[u], d)
+                        i += 1
+                        if pos >= d:
+                            break
+                        v = int(g.in_src[beg + pos])
+                        if v not in seen:
+                            seen.add(v)
+                            queue.append(v)
+                    continue
                 for a in range(g.in_indptr[u], g.in_indptr[u + 1]):
                     v = int(g.in_src[a])
                     e = int(g.in_eid[a])
@@ -88,6 +114,17 @@ def test_sets_follow_the_documented_keys(model, rounds):
             assert got == py_rr_set(g, model, seed, j_begin + i, rounds), (model, rounds, i)
             # the root comes first and is in its set
             assert elems[offsets[i]] >= 0
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_skipping_sets_follow_the_documented_keys(rounds):
+    """Hubs whose live in-arcs come from geometric jumps, beside rows that keep coins (tests/im_graphs.py)."""
+    g = hubs_graph()
+    assert sorted(py_skip_rates(g, g.edge_probabilities("IC")[0])) == [0, 1, 4]
+    for j_begin in (0, ESTIMATE_OFFSET):
+        offsets, elems = canonical(*rr_sets(g, "IC", j_begin, 150, seed=77, rounds=rounds))
+        for i in range(150):
+            assert elems[offsets[i] : offsets[i + 1]].tolist() == py_rr_set(g, "IC", 77, j_begin + i, rounds), i
 
 
 def test_root_is_first_and_counted():

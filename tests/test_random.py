@@ -37,6 +37,7 @@ CHAIN_VECTORS = {  # the table of docs/randomness.md
     (42, 2, 7, 1, 0): 2394164044587598212,
     (42, 0): 6332618229526065668,
     (42, 20, 3): 16041242522317688296,
+    (42, 5, 7, 3, 0): 6977814218126609895,
 }
 
 
@@ -149,3 +150,116 @@ def test_cuda_header_mirrors_stream_ids():
     text = (COMMON_DIR / "gc_random.cuh").read_text()
     for stream in Stream:
         assert f"#define GC_STREAM_{stream.name} {int(stream)}ULL" in text
+
+
+# ---- geometric jumps (gpucore.random.geometric; docs/randomness.md, "Geometric jumps") ----------------
+
+_SERIES = [1.0 / (2 * k + 1) for k in range(11)]  # the doubles nearest 1/(2k+1)
+
+
+def py_log1p_series(x: float) -> float:
+    """The documented ln(1 + x), in plain Python floats (IEEE doubles, every operation rounded, no FMA)."""
+    y = 2.0 + x
+    r = 0.5
+    for _ in range(5):
+        r = r * (2.0 - y * r)
+    s = x * r
+    z = s * s
+    t = _SERIES[10]
+    for k in range(9, -1, -1):
+        t = t * z + _SERIES[k]
+    return 2.0 * s * t
+
+
+def py_log_uniform(h: int) -> float:
+    k = (h >> 11) + 1
+    m, e = math.frexp(float(k))
+    if m < 0.7071067811865476:
+        m, e = m * 2.0, e - 1
+    return float(e - 53) * 0.6931471805599453 + py_log1p_series(m - 1.0)
+
+
+def py_skip_jump(h: int, rlq: float, d: int) -> int:
+    q = py_log_uniform(h) * rlq
+    return d if q >= d else int(q)
+
+
+def _hash_cases(count, seed):
+    rng = np.random.default_rng(seed)
+    h = rng.integers(0, 2**64 - 1, size=count, dtype=np.uint64, endpoint=True)
+    # U = 1, the smallest U, powers of two of the integer (h >> 11) + 1, and both sides of SQRT_HALF
+    edges = [2**64 - 1, 0, 2**11 - 1, 2**11, (2**52 - 1) << 11, (2**52) << 11,
+             (int(0.7071067811865476 * 2**53) - 1) << 11, int(0.7071067811865476 * 2**53) << 11]
+    return np.concatenate([np.array(edges, dtype=np.uint64), h])
+
+
+def test_geometric_jumps_follow_their_definition_bit_for_bit():
+    from gpucore.random.geometric import log1p_series, log_uniform, skip_jump
+
+    hs = _hash_cases(5000, 21)
+    for h in hs:
+        assert log_uniform(h) == py_log_uniform(int(h))
+    assert log_uniform(np.uint64(2**64 - 1)) == 0.0
+    xs = np.concatenate([-np.float32(np.random.default_rng(2).random(500) * 0.125).astype(np.float64),
+                         np.linspace(-0.2929, 0.4142, 500)])
+    for x in xs:
+        assert log1p_series(x) == py_log1p_series(float(x))
+    for h, d in zip(hs[:2000], np.random.default_rng(3).integers(1, 10**6, 2000)):
+        for p in (np.float32(1e-6), np.float32(1 / 37), np.float32(0.125)):
+            rlq = 1.0 / py_log1p_series(-float(p))
+            assert skip_jump(h, rlq, np.int64(d)) == py_skip_jump(int(h), rlq, int(d))
+
+
+def test_geometric_logarithm_is_accurate():
+    """Exactness comes from the fixed operations; accuracy (a few units in the last place) from the series."""
+    for h in _hash_cases(3000, 4):
+        u = ((int(h) >> 11) + 1) / 2**53
+        assert abs(py_log_uniform(int(h)) - math.log(u)) <= 4e-16 * max(1.0, abs(math.log(u)))
+    for x in np.linspace(-0.2929, 0.4142, 2001):
+        assert abs(py_log1p_series(x) - math.log1p(x)) <= 1e-15 * abs(math.log1p(x)) + 1e-300
+
+
+def test_skip_jump_bounds():
+    from gpucore.random.geometric import skip_jump
+
+    rlq = 1.0 / py_log1p_series(-1e-7)
+    assert skip_jump(np.uint64(2**64 - 1), rlq, np.int64(10)) == 0  # U = 1: the next coin is live
+    assert skip_jump(np.uint64(0), rlq, np.int64(10)) == 10  # a gap beyond the row is cut at d
+    assert skip_jump(np.uint64(0), 1.0 / py_log1p_series(-0.125), np.int64(10**9)) == 275  # floor(ln 2^-53 / ln(7/8))
+
+
+def test_geometric_jumps_in_the_kernel_emulator_equal_numba():
+    """gc_random.cuh's twin (g++ through the emulator; tests/gpu/test_random_cuda.py runs it on the GPU)."""
+    from gpucore.kernels import emulator
+    from gpucore.random.geometric import log1p_series, log_uniform, skip_jump
+
+    if not emulator.available():
+        pytest.skip("the kernel emulator needs g++")
+    h = _hash_cases(4000, 8)
+    rng = np.random.default_rng(9)
+    rlq = 1.0 / np.array([py_log1p_series(-float(p)) for p in rng.random(h.size).astype(np.float32) * 0.125])
+    d = rng.integers(1, 2**31 - 1, size=h.size).astype(np.int64)
+    d[::3] = rng.integers(1, 50, size=d[::3].size)
+    log_u, jump = np.empty(h.size), np.empty(h.size, dtype=np.int64)
+    lib = emulator.load_module("common/rng_vectors")
+    lib.get_function("gc_skips")((h.size // 128 + 1,), (128,), (h, rlq, d, np.int32(h.size), log_u, jump))
+    np.testing.assert_array_equal(log_u, [log_uniform(x) for x in h])
+    np.testing.assert_array_equal(jump, [skip_jump(x, r, y) for x, r, y in zip(h, rlq, d)])
+    x = np.linspace(-0.2929, 0.4142, 999)
+    out = np.empty_like(x)
+    lib.get_function("gc_log1p_rows")((8,), (128,), (x, np.int32(x.size), out))
+    np.testing.assert_array_equal(out, [log1p_series(v) for v in x])
+
+
+def test_pinned_geometric_vectors():
+    """The worked example of docs/randomness.md: node 3 of sample 7 (run seed 42) with 40 in-arcs at p = 1/40."""
+    from gpucore.random.geometric import log1p_series, log_uniform, skip_jump
+
+    h = np.uint64(mix_py(42, int(Stream.SKIP), 7, 3, 0))
+    assert log_uniform(h) == -0.9721521634763948
+    p = np.float32(1 / 40)
+    assert log1p_series(-np.float64(p)) == -0.02531780836637093
+    rlq = 1.0 / log1p_series(-np.float64(p))
+    assert rlq == -39.49788960912893
+    jumps = [int(skip_jump(np.uint64(mix_py(42, int(Stream.SKIP), 7, 3, i)), rlq, np.int64(40))) for i in range(2)]
+    assert jumps == [38, 40]  # one live in-arc, at position 38 (the next jump passes the row's end)

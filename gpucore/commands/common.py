@@ -205,9 +205,13 @@ def add_sampler_options(parser) -> None:
     """--sampler NAME and the options of the samplers that take some (None when not given: the
     sampler's defaults apply). The samplers check the values (one line each); ``sampler_options``
     collects the given ones and refuses those the chosen sampler does not take."""
-    parser.add_argument("--sampler", default="gim",
-                        help="RR-set sampler: gim (gIM's, one traversal per warp) | fused (FuseIM: many traversals "
-                             "share one frontier of bit masks) (default gim)")
+    parser.add_argument("--sampler", default="auto", metavar="{auto,gim,fused}",
+                        help="RR-set sampler: gim (gIM's, one traversal per warp), fused (FuseIM: many traversals "
+                             "share one frontier of bit masks) or auto (default): a probe of up to 512 throw-away "
+                             "sets measures the mean elements per traversal, and IC runs on a GPU from 64 on use "
+                             "fused at width 256, the others gim (H100 measurements, docs/im.md). Both draw "
+                             "the same sets: the choice changes time, never the answer. The result records it "
+                             "(sampler, sampler_choice)")
     group = parser.add_argument_group("fused sampler (--sampler fused; docs/fuseim.md)")
     group.add_argument("--batch-width", type=parse_batch_width, default=None, metavar="B",
                        help="traversals per batch: 32 | 64 | 128 | 256 (default 64)")

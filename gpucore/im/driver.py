@@ -30,7 +30,6 @@ Before an extension the peak bytes of the phase are projected from the mean set 
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -40,6 +39,7 @@ from gpucore.backend import available_ram, get_backend
 from gpucore.dist import current, greedy_max_cover, partition, same_everywhere
 from gpucore.dist.timed import COMMUNICATION, NestedPhases, TimedComm
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
+from gpucore.im.auto import AUTO_WIDTH, SamplerChoice, choose, probe
 from gpucore.im.engine import make_engine
 from gpucore.im.rrsets import ESTIMATE_OFFSET, MAX_ROUNDS, top_k_sum
 from gpucore.im.theory import imm_parameters
@@ -128,6 +128,66 @@ def extend(engine, coll, target: int, memory_limit: int | None, mean_hint: float
                 coll.reserve(remaining, int(remaining * mean * 1.05) + 1024)
                 checked = True
         engine.sample_into(coll, batch, mean)
+
+
+def pool_bytes(engine, seen, params, k: int, memory_limit: int | None, ranks: int = 1) -> int:
+    """Device bytes to reserve before the phases (``Engine.reserve``): the projected peak (``bytes_needed``)
+    of the final collection of this rank, its size estimated from the probe ``seen``: the greedy's covered
+    fraction F of the probe's sets estimates OPT / n (from above: few sets), so LB ~ n F / (2 (1 + eps'))
+    (half, for that bias) and theta = ``params.theta(LB)``; at most half the memory budget. A guess that
+    only moves allocations out of the phases: too small, the phases allocate the rest as before."""
+    covered = engine.greedy(seen.coll, k)[2]
+    lb = max(1.0, params.n * covered / seen.sets / (2.0 * (1.0 + params.epsilon_prime)))
+    sets = -(-params.theta(lb) // ranks)
+    need = bytes_needed(engine, sets, sets * seen.mean_size, ranks=ranks)
+    return int(min(need, memory_budget(engine.backend, memory_limit, 0) // 2))
+
+
+def auto_fused_engine(graph, model: str, rounds: int, seed: int, backend):
+    """The fused engine auto chose, at the widest batch width from ``AUTO_WIDTH`` down whose masks fit
+    (the sampler refuses a width beyond its memory share); None when no width fits."""
+    from gpucore.im.fused import WIDTHS
+
+    for width in sorted((w for w in WIDTHS if w <= AUTO_WIDTH), reverse=True):
+        try:
+            return make_engine(graph, model, rounds, seed, backend, "fused", batch_width=width), width
+        except OutOfMemoryError:
+            continue
+    return None, 0
+
+
+def prepare_engine(graph, model: str, rounds: int, seed: int, backend, sampler: str, options: dict, params, k: int,
+                   memory_limit: int | None = None, ranks: int = 1):
+    """Everything before the timed phases (the result's ``warm_up_seconds``): the engine of ``sampler``
+    with ``options`` and its warm-up (``Engine.warm_up``: every kernel and array operation of the phases
+    once). With ``sampler="auto"`` or on a GPU, a probe of throw-away sets (``gpucore.im.auto.probe``)
+    measures the mean set size; auto then chooses (``gpucore.im.auto.choose``: the gim engine probes;
+    when the rule picks the fused sampler, its engine replaces the gim one and is warmed up in turn),
+    and on a GPU the memory pool is reserved for the projected collection (``pool_bytes``).
+    Returns (engine, ``SamplerChoice``)."""
+    auto = sampler == "auto"
+    if auto and options:
+        raise GpucoreError("--sampler auto takes no sampler options: name the sampler (gim or fused) to give them")
+    engine = make_engine(graph, model, rounds, seed, backend, "gim" if auto else sampler, **options)
+    engine.warm_up(k)
+    choice, pool = SamplerChoice("given", sampler, dict(options)), 0
+    if auto or backend.is_cuda:
+        seen = probe(engine)
+        choice = choose(seen, model, backend.name) if auto else choice
+        pool = pool_bytes(engine, seen, params, k, memory_limit, ranks) if backend.is_cuda else 0
+        seen.coll.release()
+    if choice.sampler == "fused" and auto:
+        engine = None  # the gim engine's device buffers go back before the fused masks are sized
+        engine, width = auto_fused_engine(graph, model, rounds, seed, backend)
+        if engine is None:  # no width's masks fit: the gim sampler, and the choice says why
+            choice.sampler, choice.options, choice.note = "gim", {}, "the fused sampler's masks do not fit"
+            engine = make_engine(graph, model, rounds, seed, backend, "gim")
+        else:
+            choice.options = {"batch_width": width}
+        engine.warm_up(k)
+    engine.reserve(pool)
+    engine.reset_stats()  # the probe's traversals are not the phases'
+    return engine, choice
 
 
 def lt_rescaled_nodes(graph) -> int:
@@ -359,60 +419,27 @@ def estimate_spread(engine, chosen, sets: int, phases: Phases, memory_limit: int
                           j_begin=ESTIMATE_OFFSET, projected_bytes=projected, local_sets=local)
 
 
-def imm(
-    graph,
-    k: int,
-    epsilon: float,
-    model: str = "IC",
-    *,
-    rounds: int = 1,
-    ell: float = 1.0,
-    seed: int = 0,
-    backend="auto",
-    memory_limit: int | None = None,
-    sampler: str = "gim",
-    sampler_options: dict | None = None,
-    comm=None,
-    candidates: int = CANDIDATES,
-) -> dict:
-    """Run IMM (rounds = 1) or CR-NAIMM (rounds = T); returns a result dict (see ``docs/im.md``).
-    ``sampler``/``sampler_options``: the RR-set sampler (``gpucore.im.engine.SAMPLERS``) and its options.
-    ``comm``: the ranks that share the run (``gpucore.dist``; default ``current()``, one process unless
-    started by ``mpiexec``/``srun``): every rank calls ``imm`` with the same arguments and gets the same
-    result, identical to a one-process run. ``candidates``: the distributed greedy's certified
-    candidates per pick (0: a dense all-reduce of the counts per pick; ``gpucore.dist.cover``)."""
-    t_start = time.perf_counter()
-    comm = current() if comm is None else comm
-    if comm.size > 1:  # first: arguments that differ would fail on some ranks only
-        same_everywhere(comm, "IMM", {"graph": graph.sha256, "model": model, "k": k, "epsilon": epsilon, "ell": ell,
-                                      "rounds": rounds, "seed": seed, "sampler": sampler,
-                                      "sampler_options": sampler_options, "backend": getattr(backend, "name", backend),
-                                      "memory_limit": memory_limit, "candidates": candidates})
-    model = _check_model(model)
-    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or not 1 <= rounds <= MAX_ROUNDS:
-        raise GpucoreError(f"--rounds {rounds}: must be an integer in [1, {MAX_ROUNDS}]")
-    if isinstance(k, (np.integer,)):
-        k = int(k)
-    if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) or candidates < 0:
-        raise GpucoreError(f"candidates {candidates!r}: an integer >= 0 (0: a dense all-reduce per greedy pick)")
-    params = imm_parameters(graph.n, k, epsilon, ell, int(rounds))
-    be = get_backend(backend) if isinstance(backend, str) else backend
-    if comm.size == 1:
-        phases, ranks = Phases(PHASES, sync=be.synchronize), None
-    else:
-        same_everywhere(comm, "IMM", {"backend": be.name})  # "auto" must resolve alike: NCCL and MPI do not mix
-        phases = NestedPhases(PHASES + (COMMUNICATION,), sync=be.synchronize)
-        ranks = Ranks(comm, phases, int(candidates))
-    rescaled = lt_rescaled_nodes(graph) if model == "LT" else 0
-    be.reset_peak()
-    engine = make_engine(graph, model, int(rounds), int(seed), be, sampler, **(sampler_options or {}))
-    t_warm = time.perf_counter()
-    engine.warm_up()
-    if ranks is not None:
-        ranks.warm_up(engine)
-    warm_up = time.perf_counter() - t_warm
-    n = graph.n
+@dataclass
+class Outcome:
+    """What the four timed phases of ``run_phases`` found (this rank's counts where it says so)."""
 
+    lb: LowerBound
+    lb_sets: int
+    lb_mean: float  # mean set size of the lower-bound search's sets
+    theta: int
+    chosen: np.ndarray
+    gains: np.ndarray
+    covered: int
+    elements: int  # of the theta sets, over every rank
+    local_sets: int  # of the theta sets, this rank's
+    spread: SpreadEstimate
+    projected: int  # the largest projected peak of this rank's collections
+
+
+def run_phases(engine, params, k: int, phases: Phases, memory_limit: int | None = None,
+               ranks: Ranks | None = None) -> Outcome:
+    """IMM's four phases, each timed in ``phases`` (module docstring): the lower-bound search, the final
+    sampling to theta sets, the selection on them, the spread estimate on other sets."""
     coll = engine.collection(0)
     lb = estimate_lower_bound(engine, coll, params, k, phases, memory_limit, ranks)
     lb_sets = coll.count if ranks is None else ranks.sum(coll.count)
@@ -427,13 +454,73 @@ def imm(
     coll.release()
     spread = estimate_spread(engine, chosen, estimate_sets(theta, covered / theta), phases, memory_limit, mean_hint,
                              ranks)
-    peak = be.peak_memory()
-    mine = {"selection_sets": int(local_sets), "estimate_sets": int(spread.local_sets),
-            "seconds_by_phase": dict(phases.seconds), "peak_device_memory": int(peak),
-            "memory_projected": int(max(projected, spread.projected_bytes))}
-    everyone = [mine] if ranks is None else comm.allgather(mine)
+    return Outcome(lb, int(lb_sets), float(lb_mean), int(theta), chosen, gains, int(covered), int(elements),
+                   int(local_sets), spread, int(max(projected, spread.projected_bytes)))
 
-    seconds = time.perf_counter() - t_start
+
+def imm(
+    graph,
+    k: int,
+    epsilon: float,
+    model: str = "IC",
+    *,
+    rounds: int = 1,
+    ell: float = 1.0,
+    seed: int = 0,
+    backend="auto",
+    memory_limit: int | None = None,
+    sampler: str = "auto",
+    sampler_options: dict | None = None,
+    comm=None,
+    candidates: int = CANDIDATES,
+) -> dict:
+    """Run IMM (rounds = 1) or CR-NAIMM (rounds = T); returns a result dict (see ``docs/im.md``).
+    ``sampler``/``sampler_options``: the RR-set sampler (``gpucore.im.engine.SAMPLERS``) and its options, or
+    ``"auto"`` (no options): gim or fused by a probe of the mean set size (``gpucore.im.auto``).
+    ``comm``: the ranks that share the run (``gpucore.dist``; default ``current()``, one process unless
+    started by ``mpiexec``/``srun``): every rank calls ``imm`` with the same arguments and gets the same
+    result, identical to a one-process run. ``candidates``: the distributed greedy's certified
+    candidates per pick (0: a dense all-reduce of the counts per pick; ``gpucore.dist.cover``)."""
+    clock = Phases(("run", "warm_up"))  # the whole call (the result's seconds), and the part before the phases
+    with clock.phase("run"):
+        comm = current() if comm is None else comm
+        if comm.size > 1:  # first: arguments that differ would fail on some ranks only
+            same_everywhere(comm, "IMM", {"graph": graph.sha256, "model": model, "k": k, "epsilon": epsilon,
+                                          "ell": ell, "rounds": rounds, "seed": seed, "sampler": sampler,
+                                          "sampler_options": sampler_options,
+                                          "backend": getattr(backend, "name", backend),
+                                          "memory_limit": memory_limit, "candidates": candidates})
+        model = _check_model(model)
+        if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or not 1 <= rounds <= MAX_ROUNDS:
+            raise GpucoreError(f"--rounds {rounds}: must be an integer in [1, {MAX_ROUNDS}]")
+        if isinstance(k, (np.integer,)):
+            k = int(k)
+        if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) or candidates < 0:
+            raise GpucoreError(f"candidates {candidates!r}: an integer >= 0 (0: a dense all-reduce per greedy pick)")
+        params = imm_parameters(graph.n, k, epsilon, ell, int(rounds))
+        be = get_backend(backend) if isinstance(backend, str) else backend
+        if comm.size == 1:
+            phases, ranks = Phases(PHASES, sync=be.synchronize), None
+        else:
+            same_everywhere(comm, "IMM", {"backend": be.name})  # "auto" must resolve alike: NCCL and MPI do not mix
+            phases = NestedPhases(PHASES + (COMMUNICATION,), sync=be.synchronize)
+            ranks = Ranks(comm, phases, int(candidates))
+        rescaled = lt_rescaled_nodes(graph) if model == "LT" else 0
+        be.reset_peak()
+        with clock.phase("warm_up"):
+            engine, choice = prepare_engine(graph, model, int(rounds), int(seed), be, sampler,
+                                            dict(sampler_options or {}), params, k, memory_limit, comm.size)
+            if ranks is not None:  # the probe's keys are the same on every rank, so is the choice: checked
+                same_everywhere(comm, "IMM sampler choice", {"sampler": choice.sampler, **choice.to_dict()})
+                ranks.warm_up(engine)
+        out = run_phases(engine, params, k, phases, memory_limit, ranks)
+        peak = be.peak_memory()
+        mine = {"selection_sets": out.local_sets, "estimate_sets": int(out.spread.local_sets),
+                "seconds_by_phase": dict(phases.seconds), "peak_device_memory": int(peak),
+                "memory_projected": out.projected}
+        everyone = [mine] if ranks is None else comm.allgather(mine)
+    n, lb, theta, spread, chosen, gains, covered = (graph.n, out.lb, out.theta, out.spread, out.chosen, out.gains,
+                                                    out.covered)
     orig = np.asarray(graph.original_id)
     result = {
         "kind": "im",
@@ -445,27 +532,28 @@ def imm(
         "ell": float(ell),
         "rounds": int(rounds),
         "run_seed": int(seed),
-        "sampler": sampler,
-        "sampler_options": dict(sampler_options or {}),
+        "sampler": choice.sampler,
+        "sampler_options": dict(choice.options),
+        "sampler_choice": choice.to_dict(),
         "theta": int(theta),
         "lower_bound": float(lb.value),
         "lb_iteration": lb.iteration,
-        "lb_sets": int(lb_sets),
+        "lb_sets": out.lb_sets,
         "lb_iterations": lb.iterations,
         "covered": int(covered),
         "selection_spread": float(n * covered / theta),
         "estimated_spread": spread.value,
         "estimated_spread_stderr": spread.stderr,
         "estimate_sets": {"j_begin": spread.j_begin, "count": spread.sets, "covered": spread.hits},
-        "rr_elements": elements,
-        "rr_mean_size": elements / theta,
-        "lb_mean_size": float(lb_mean),
+        "rr_elements": out.elements,
+        "rr_mean_size": out.elements / theta,
+        "lb_mean_size": out.lb_mean,
         "parameters": params.to_dict(),
-        "seconds": seconds,
+        "seconds": clock.seconds["run"],
         "seconds_by_phase": phases.seconds,
-        "warm_up_seconds": warm_up,
+        "warm_up_seconds": clock.seconds["warm_up"],
         "peak_device_memory": int(peak),
-        "memory_projected": int(max(projected, spread.projected_bytes)),
+        "memory_projected": out.projected,
         "backend": be.device_info(),
         "ranks": int(comm.size),
         "per_rank": {key: [r[key] for r in everyone] for key in mine},

@@ -44,13 +44,14 @@ def emulated_class(cls, sms: int, blocks_per_sm: int, free_bytes: int, queue_siz
 
 
 def emulated_engine(graph, model: str, rounds: int = 1, seed: int = 0, *, sms: int = 1, blocks_per_sm: int = 3,
-                    free_bytes: int = 1 << 28, queue_size: int | None = None, **kw):
-    """An ``Engine`` of the CUDA sampler and selector on NumPy arrays, kernels in the emulator."""
+                    free_bytes: int = 1 << 28, queue_size: int | None = None, backend=None, **kw):
+    """An ``Engine`` of the CUDA sampler and selector on NumPy arrays, kernels in the emulator (``backend``:
+    the cpu backend, or a test's stand-in for it; None: ``get_backend("cpu")``)."""
     from gpucore.backend import get_backend
     from gpucore.im import cuda as cuda_mod
     from gpucore.im.engine import Engine
 
-    be = get_backend("cpu")
+    be = get_backend("cpu") if backend is None else backend
     facts = (sms, blocks_per_sm, free_bytes, str(int(queue_size or cuda_mod.QUEUE_SIZE)))
     sampler = emulated_class(cuda_mod.CUDASampler, *facts)(graph, model, rounds, seed, be, **kw)
     selector = emulated_class(cuda_mod.CUDASelector, *facts)(graph.n, rounds, be)

@@ -22,8 +22,11 @@ Attributes ``n``, ``rounds``, ``backend``, ``name``.
     Wait until the appended sets are in place (device work done).
 ``stats()``, ``reset_stats()`` (optional)
     Instrumentation of the sampler (a JSON-ready dict, summed over its calls since construction or
-    the last reset; the fused sampler's, ``docs/fuseim.md``); ``Engine.warm_up`` resets it, so an IMM
-    result's ``sampler_stats`` covers the timed phases.
+    the last reset; the fused sampler's, ``docs/fuseim.md``); the IMM driver resets it after its
+    warm-up and probe, so an IMM result's ``sampler_stats`` covers the timed phases.
+``warm_up()``, ``reserve_memory(nbytes)`` (optional)
+    First uses of the sampler's own that a short call does not make (``Engine.warm_up`` calls it);
+    have the device memory pool hold ``nbytes`` from now on (``Engine.reserve``; CUDA samplers).
 
 Selector contract (``CPUSelector`` / ``CUDASelector``)
 ------------------------------------------------------
@@ -64,7 +67,8 @@ import numpy as np
 
 from gpucore.errors import GpucoreError
 
-#: sampler name -> (module, factory name); the factory builds the sampler for a backend
+#: sampler name -> (module, factory name); the factory builds the sampler for a backend. ``auto`` is not a
+#: sampler: the IMM driver picks ``gim`` or ``fused`` by a probe (``gpucore.im.auto``).
 SAMPLERS = {
     "gim": ("gpucore.im.engine", "gim_sampler"),
     "fused": ("gpucore.im.fused", "fused_sampler"),
@@ -85,7 +89,7 @@ def gim_sampler(graph, model: str, rounds: int, seed: int, backend, **options):
 def make_sampler(graph, model: str, rounds: int, seed: int, backend, sampler: str = "gim", **options):
     """The sampler called ``sampler`` (``SAMPLERS``) for ``backend``."""
     if sampler not in SAMPLERS:
-        raise GpucoreError(f"--sampler {sampler!r}: choose one of {', '.join(SAMPLERS)}")
+        raise GpucoreError(f"--sampler {sampler!r}: choose one of auto, {', '.join(SAMPLERS)}")
     module, factory = SAMPLERS[sampler]
     try:
         mod = importlib.import_module(module)
@@ -142,16 +146,48 @@ class Engine:
     def coverage_bound(self, coll, k: int) -> int:
         return self.selector.coverage_bound(coll, k)
 
-    def warm_up(self, sets: int = 64) -> None:
-        """Run every code path of a solve once on a few throw-away sets, so that compiling and loading
-        kernels (Numba, CuPy's own kernels, first allocations) happens before the timed phases."""
+    def warm_up(self, k: int = 1, sets: int = 64) -> None:
+        """Run, on throw-away sets, every operation the IMM phases run, with the dtypes and array shapes
+        they use, so that no kernel is compiled, loaded or launched for the first time inside a timed
+        phase (a fresh process loads each of CuPy's kernels on first use: a sort, a scan or a reduction
+        per dtype and shape, besides the RawModule kernels):
+
+        - sampling (every phase): ``sample_into`` on an empty and on a non-empty collection, and the
+          collection growing both its arrays (``reserve``: the copies of a growth);
+        - the lower-bound search's test: ``coverage_bound`` with the run's k (counts, the sort of the
+          (rounds, n) counts, a 64-bit sum), and ``counts`` (a distributed run's bound);
+        - selection: ``greedy`` with k seeds per round (index, scan, argmax and take kernels);
+        - the spread estimate: ``coverage``;
+        - the sampler's own first uses (``sampler.warm_up()`` where it has one: the fused sampler's
+          sort of more keys than one tile, its frontier-list rebuild).
+
+        ``tests/test_im_warmup.py`` checks on the emulated engines that the phases launch no kernel
+        and no array operation (name, dtypes, dimensions) that the warm-up did not. Instrumentation
+        is reset at the end (``reset_stats``)."""
+        k = max(1, min(int(k), self.n))
         coll = self.collection(0)
         self.sample_into(coll, sets, 0.0)
         self.sample_into(coll, sets, coll.mean_size)  # appending to a non-empty collection
-        self.greedy(coll, 1)
+        coll.reserve(*coll.capacity())  # both arrays grow
+        self.coverage_bound(coll, k)
+        self.counts(coll)
+        self.greedy(coll, k)
         self.coverage(coll, [0])
         coll.release()
+        if hasattr(self.sampler, "warm_up"):
+            self.sampler.warm_up()
         self.synchronize()
+        self.reset_stats()
+
+    def reserve(self, nbytes: int) -> None:
+        """Have the backend's memory pool hold ``nbytes`` for the arrays of the phases (a CUDA sampler's
+        ``reserve_memory``; nothing on the CPU): one allocation before the timed phases instead of one
+        per growing array inside them, as gIM allocates its pool in its constructor."""
+        if hasattr(self.sampler, "reserve_memory"):
+            self.sampler.reserve_memory(int(nbytes))
+
+    def reset_stats(self) -> None:
+        """Zero the sampler's instrumentation, where it has some: the result's counts start here."""
         if hasattr(self.sampler, "reset_stats"):
             self.sampler.reset_stats()
 

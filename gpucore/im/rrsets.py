@@ -83,6 +83,10 @@ class RRCollection:
     def nbytes(self) -> int:
         return int(self._offsets.nbytes + self._nodes.nbytes)
 
+    def capacity(self) -> tuple[int, int]:
+        """(sets, elements) the storage holds before it must grow."""
+        return int(self._offsets.shape[0]) - 1, int(self._nodes.shape[0])
+
     def reserve(self, sets: int, elements: int) -> None:
         """Make room for ``sets`` more sets holding ``elements`` more elements (geometric growth)."""
         need_sets = self.count + 1 + sets

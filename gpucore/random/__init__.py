@@ -19,7 +19,8 @@ published test vectors. Derived draws:
     index(h, n)     = h mod n                                 (bias below n / 2^64)
 
 The same functions exist as Numba ``njit`` functions here and as CUDA device functions in
-``gpucore/kernels/common/gc_random.cuh``; the test vectors are checked on both sides.
+``gpucore/kernels/common/gc_random.cuh``; the test vectors are checked on both sides. So do the
+geometric jumps of ``gpucore.random.geometric`` (a fixed sequence of rounded double operations).
 """
 
 from gpucore.random.hashing import (

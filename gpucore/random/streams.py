@@ -20,6 +20,9 @@ class Stream(IntEnum):
     LT_CHOICE = 3
     #: per-sample uniform u_j deciding multi-root counts floor(k + u_j): mix(run_seed, ROOT_COUNT, j)
     ROOT_COUNT = 4
+    #: IC geometric jump i among the in-arcs of a skipping node v in sample s (``gpucore.im.skipping``):
+    #: mix(run_seed, SKIP, s, v, i)
+    SKIP = 5
     #: hash-drawn edge weights at preprocessing: mix(weight_seed, WEIGHT, edge_id[, 1])
     WEIGHT = 16
     #: hash-drawn seed costs at preprocessing: mix(cost_seed, COST, vertex)

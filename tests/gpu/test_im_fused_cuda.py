@@ -154,7 +154,7 @@ def test_full_graph_sets_p1():
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3)])
 def test_imm_identical_to_cpu_gim(graphs, model, rounds):
     g = graphs["wc"]
-    want = imm(g, 10, 0.3, model, rounds=rounds, seed=5, backend="cpu")
+    want = imm(g, 10, 0.3, model, rounds=rounds, seed=5, backend="cpu", sampler="gim")
     got = imm(g, 10, 0.3, model, rounds=rounds, seed=5, backend="cuda", sampler="fused",
               sampler_options={"batch_width": 64})
     same_imm(want, got)
@@ -162,8 +162,47 @@ def test_imm_identical_to_cpu_gim(graphs, model, rounds):
     assert got["sampler_stats"]["traversals"] == (got["theta"] + got["estimate_sets"]["count"]) * rounds
 
 
+@pytest.fixture(scope="module")
+def hub_graphs():
+    from tests.im_graphs import hub_heavy_graph, star_graph
+
+    return {"ba": hub_heavy_graph(), "star2k": star_graph(20_000, 0.1)}
+
+
+@pytest.mark.parametrize("width", [64, 256])
+def test_skipping_hubs_equal_unfused(hub_graphs, width):
+    """A lane per slot walks a hub's jumps: hubs of 15,000 in-arcs at weighted cascade (BA-like graph), and a
+    star whose hub has about 2,000 live arcs among 20,000 at p = 0.1 for every traversal."""
+    for name, rounds, count in (("ba", 1, 20_000), ("ba", 2, 4_000), ("star2k", 1, 1_000)):
+        g = hub_graphs[name]
+        want = engine_sets(CPUSampler(g, "IC", rounds, 13, cpu()), 0, count)
+        eng = fused(g, "IC", rounds, 13, batch_width=width, order="rcm")
+        same_sets(want, engine_sets(eng, 0, count, batch=count // 2 + 1))
+        assert_clean(eng)
+        assert eng.stats()["skip_jumps"] > 0
+
+
 def test_fusing_reads_fewer_edges_at_high_p(graphs):
     eng = fused(graphs["p03"], "IC", 1, 2, batch_width=128, order="rcm")
     engine_sets(eng, 0, 20_000)
     s = eng.stats()
     assert s["edge_reads"] * 10 < s["edge_reads_unfused"] and s["occupancy"] > 0.1
+
+
+@pytest.mark.parametrize("name,picked", [("wc", "gim"), ("p03", "fused")])
+def test_auto_picks_and_answers_as_cpu_gim(graphs, name, picked):
+    """--sampler auto on the GPU (the default): the gim engine probes, the pick (fused at width 256 on constant
+    p = 0.3, gim on weighted cascade) runs the phases, the answer is the CPU gim run's and the result records
+    the choice."""
+    g = graphs[name]
+    want = imm(g, 10, 0.5, "IC", seed=5, backend="cpu", sampler="gim")
+    got = imm(g, 10, 0.5, "IC", seed=5, backend="cuda")
+    same_imm(want, got)
+    choice = got["sampler_choice"]
+    assert got["sampler"] == picked and choice["mode"] == "auto" and "note" not in choice
+    assert (choice["probe_traversal_mean"] >= choice["threshold"]) == (picked == "fused")
+    if picked == "fused":
+        assert got["sampler_options"] == {"batch_width": 256}
+        assert got["sampler_stats"]["backend"] == "cuda" and got["sampler_stats"]["batch_width"] == 256
+        assert got["sampler_stats"]["traversals"] == got["theta"] + got["estimate_sets"]["count"]
+    assert got["warm_up_seconds"] > 0 and sum(got["seconds_by_phase"].values()) <= got["seconds"]

@@ -81,3 +81,27 @@ def test_gpu_world_functions_match_numba(cp):
     np.testing.assert_array_equal(live.get(), [int(ic_live(world, i, x)) for i, x in zip(ids, w)])
     np.testing.assert_array_equal(thr.get(), [lt_threshold(world, i) for i in ids])
     np.testing.assert_array_equal(q.get(), [lt_fixed_weight(x) for x in w])
+
+
+def test_gpu_geometric_jumps_match_numba(cp):
+    """ln U, ln(1 + x) and the jumps of gc_random.cuh (explicit _rn operations) equal the Numba twin bit for bit."""
+    from gpucore.kernels import get_kernel
+    from gpucore.random.geometric import log1p_series, log_uniform, skip_jump
+    from tests.test_random import _hash_cases
+
+    h = _hash_cases(20_000, 12)
+    rng = np.random.default_rng(13)
+    rlq = 1.0 / np.array([log1p_series(-np.float64(p)) for p in rng.random(h.size).astype(np.float32) * 0.125])
+    d = rng.integers(1, 2**31 - 1, size=h.size).astype(np.int64)
+    d[::3] = rng.integers(1, 50, size=d[::3].size)
+    log_u = cp.empty(h.size, dtype=cp.float64)
+    jump = cp.empty(h.size, dtype=cp.int64)
+    get_kernel("common/rng_vectors", "gc_skips")(((h.size + 127) // 128,), (128,), (
+        cp.asarray(h), cp.asarray(rlq), cp.asarray(d), np.int32(h.size), log_u, jump))
+    np.testing.assert_array_equal(log_u.get(), [log_uniform(x) for x in h])
+    np.testing.assert_array_equal(jump.get(), [skip_jump(x, r, y) for x, r, y in zip(h, rlq, d)])
+    x = np.linspace(-0.2929, 0.4142, 4001)
+    out = cp.empty(x.size, dtype=cp.float64)
+    get_kernel("common/rng_vectors", "gc_log1p_rows")(((x.size + 127) // 128,), (128,), (
+        cp.asarray(x), np.int32(x.size), out))
+    np.testing.assert_array_equal(out.get(), [log1p_series(v) for v in x])

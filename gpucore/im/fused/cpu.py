@@ -14,7 +14,9 @@ masks, W 32-bit words per vertex of the traversal layout (``layout.py``):
 
 A level takes each listed x, clears ``nxt[x]`` into ``fr`` and, for every in-arc a = (y -> x) and every
 traversal b in ``fr`` that has not reached y, flips b's coin of a, ``bernoulli(step(mix(seed, COIN, s_b),
-eid_a), p_a)``; the kept bits are set in ``vis[y]`` and ``nxt[y]``. LT: each b in ``fr`` draws its own
+eid_a), p_a)``; the kept bits are set in ``vis[y]`` and ``nxt[y]``. At a skipping node x
+(``gpucore.im.skipping``) each traversal b in ``fr`` walks its own geometric jumps over x's in-row
+instead (keys ``mix(seed, SKIP, s_b, old_id(x), i)``), so the row is not read arc by arc. LT: each b in ``fr`` draws its own
 in-arc of x, ``lt_draw(mix(seed, LT_CHOICE, s_b, old_id(x), 0))`` against the row's fixed-point prefix
 sums, and moves there unless it was there before. A traversal has ended when no ``nxt`` word holds
 its bit after a level (the OR of the ``nxt`` masks of the next list). Once the ended traversals
@@ -34,7 +36,7 @@ from numba import njit, prange
 
 from gpucore.backend import available_ram
 from gpucore.errors import OutOfMemoryError, format_bytes
-from gpucore.im.cpu import CPUSampler, lt_pick
+from gpucore.im.cpu import CPUSampler, lt_pick, next_live
 from gpucore.im.fused.batching import FusedOptions, dispatch_order, pieces, set_roots
 from gpucore.im.fused.layout import traversal_graph
 from gpucore.im.fused.stats import KERNEL_COUNTERS, Instrumented, SamplerStats
@@ -44,9 +46,11 @@ from gpucore.random.worlds import lt_draw
 
 _COIN = np.uint64(int(Stream.COIN))
 _LT = np.uint64(int(Stream.LT_CHOICE))
+_SKIP = np.uint64(int(Stream.SKIP))
 _DEBRUIJN = np.array([0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8, 31, 27, 13, 23, 21, 19, 16, 7, 26,
                       12, 18, 6, 11, 5, 10, 9], dtype=np.int64)
-_C_ENTRIES, _C_BITS, _C_READS, _C_LEVELS, _C_PEAK, _C_EXTRACT, _C_TRAV, _C_UNFUSED = range(len(KERNEL_COUNTERS))
+(_C_ENTRIES, _C_BITS, _C_READS, _C_LEVELS, _C_PEAK, _C_EXTRACT, _C_TRAV, _C_UNFUSED,
+ _C_JUMPS) = range(len(KERNEL_COUNTERS))
 
 
 @njit(inline="always", cache=True)
@@ -85,8 +89,8 @@ def _discover(vis, nxt, touched, ntouch, nlist, nn, y, W, w, old, kept):
 
 
 @njit(cache=True)
-def run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new, roots, order, lo, hi, thr, vis,
-               nxt, lists, touched, out, out_lo, out_cap, base, trav_start, trav_size, counters):
+def run_worker(ind, src, eid, warc, qcum, skip, lt, n, W, seed, T, j_begin, old_of_new, roots, order, lo, hi, thr,
+               vis, nxt, lists, touched, out, out_lo, out_cap, base, trav_start, trav_size, counters):
     """Traversals order[lo:hi] (ids i = set * T + t) in batches of 32 W; returns 0, or -1 if out filled.
 
     Sets go to out[out_lo : out_lo + out_cap]; traversal i gets trav_start[i] = base + position and
@@ -95,6 +99,7 @@ def run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new
     B = 32 * W
     slot_tr = np.full(B, -1, dtype=np.int64)
     slot_key = np.zeros(B, dtype=np.uint64)
+    slot_skey = np.zeros(B, dtype=np.uint64)  # IC: mix(seed, SKIP, s) of the slot's traversal
     slot_off = np.zeros(B, dtype=np.int64)
     fr = np.zeros(W, dtype=np.int64)
     fin = np.zeros(W, dtype=np.int64)
@@ -118,6 +123,7 @@ def run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new
             s = np.uint64(j_begin + i // T) * np.uint64(T) + np.uint64(t)
             slot_tr[b] = i
             slot_key[b] = s if lt else mix3(seed, _COIN, s)
+            slot_skey[b] = mix3(seed, _SKIP, s)
             slot_off[b] = t * n
             x = roots[i // T]
             w = b >> 5
@@ -145,7 +151,9 @@ def run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new
                 continue
             counters[_C_ENTRIES] += 1
             counters[_C_BITS] += bits
-            counters[_C_READS] += ind[x + 1] - ind[x]
+            rlq = skip[x] if not lt else 0.0
+            if rlq >= 0.0:  # a skipping node's row is not read: its jumps are counted instead
+                counters[_C_READS] += ind[x + 1] - ind[x]
             if lt:
                 vid = np.uint64(old_of_new[x])
                 for w in range(W):
@@ -163,6 +171,27 @@ def run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new
                         if old & bit:
                             continue
                         ntouch, nn = _discover(vis, nxt, touched, ntouch, nlist, nn, y, W, w, old, bit)
+            elif rlq < 0.0:  # a skipping node: each traversal jumps over the row on its own keys
+                beg = ind[x]
+                d = ind[x + 1] - beg
+                vid = np.uint64(old_of_new[x])
+                for w in range(W):
+                    m = fr[w]
+                    while m:
+                        b = _ctz(m)
+                        m &= m - 1
+                        bit = np.int64(1) << b
+                        hv = step(slot_skey[w * 32 + b], vid)
+                        i = 0
+                        at = next_live(hv, rlq, d, np.int64(-1), i)
+                        while at < d:
+                            y = np.int64(src[beg + at])
+                            old = np.int64(vis[y * W + w])
+                            if not old & bit:
+                                ntouch, nn = _discover(vis, nxt, touched, ntouch, nlist, nn, y, W, w, old, bit)
+                            i += 1
+                            at = next_live(hv, rlq, d, at, i)
+                        counters[_C_JUMPS] += i + 1
             else:
                 for a in range(ind[x], ind[x + 1]):
                     y = np.int64(src[a])
@@ -216,7 +245,8 @@ def run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new
             m = np.int64(vis[word]) & fin[w]
             if m:
                 x = word // W
-                unfused += _popc(m) * (ind[x + 1] - ind[x])
+                if lt or skip[x] >= 0.0:  # an unfused sampler reads no skipping node's row either
+                    unfused += _popc(m) * (ind[x + 1] - ind[x])
             while m:
                 b = _ctz(m)
                 m &= m - 1
@@ -263,11 +293,11 @@ def run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new
 
 
 @njit(parallel=True, cache=True)
-def run_workers(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new, roots, order, los, his, thr, vis,
-                nxt, lists, touched, out, out_cap, base, trav_start, trav_size, counters, status):
+def run_workers(ind, src, eid, warc, qcum, skip, lt, n, W, seed, T, j_begin, old_of_new, roots, order, los, his, thr,
+                vis, nxt, lists, touched, out, out_cap, base, trav_start, trav_size, counters, status):
     """Worker k runs order[los[k]:his[k]] with scratch row k and out[k*out_cap : (k+1)*out_cap]."""
     for k in prange(los.shape[0]):
-        status[k] = run_worker(ind, src, eid, warc, qcum, lt, n, W, seed, T, j_begin, old_of_new, roots, order,
+        status[k] = run_worker(ind, src, eid, warc, qcum, skip, lt, n, W, seed, T, j_begin, old_of_new, roots, order,
                                los[k], his[k], thr, vis[k], nxt[k], lists[k], touched[k], out, k * out_cap, out_cap,
                                base, trav_start, trav_size, counters[k])
 
@@ -309,8 +339,8 @@ class FusedCPUSampler(Instrumented, CPUSampler):
                 f"for {self.n:,} vertices, {format_bytes(budget)} available; lower --batch-width or use --sampler gim"
             )
         self.workers = int(max(1, min(workers or self.threads, budget // per_worker)))
-        self.tg = traversal_graph(self.in_indptr, self.in_src, self.in_eid, self.in_prob, self.qcum, self.lt, graph,
-                                  order)
+        self.tg = traversal_graph(self.in_indptr, self.in_src, self.in_eid, self.in_prob, self.qcum, self.skip, self.lt,
+                                  graph, order)
         self._scratch = None
         self._stats = SamplerStats(self.options, "cpu", self.workers, self.workers * per_worker, 4)
         self._stats.reorder_seconds = self.tg.seconds
@@ -351,7 +381,7 @@ class FusedCPUSampler(Instrumented, CPUSampler):
                 buf = np.empty(nw * cap, dtype=np.int32)
                 counters = np.zeros((nw, len(KERNEL_COUNTERS)), dtype=np.int64)
                 status = np.zeros(nw, dtype=np.int64)
-                run_workers(tg.in_indptr, tg.in_src, tg.in_eid, tg.in_w, tg.qcum, self.lt, np.int64(self.n),
+                run_workers(tg.in_indptr, tg.in_src, tg.in_eid, tg.in_w, tg.qcum, tg.skip, self.lt, np.int64(self.n),
                             np.int64(W), self.seed, np.int64(T), np.int64(j_begin), tg.old_of_new, roots, pending,
                             los, his, np.int64(self.options.refill_threshold), vis, nxt, lists, touched, buf,
                             np.int64(cap), np.int64(base), trav_start, trav_size, counters, status)

@@ -34,7 +34,7 @@ from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.cuda import CUDASamplerBase
 from gpucore.im.fused.batching import FusedOptions, pieces
 from gpucore.im.fused.layout import traversal_graph
-from gpucore.im.fused.stats import Instrumented, SamplerStats
+from gpucore.im.fused.stats import KERNEL_COUNTERS, Instrumented, SamplerStats
 
 #: traversals in flight per SM that the batch count aims at (memory permitting)
 INFLIGHT_PER_SM = 128
@@ -108,9 +108,10 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self.__dict__.update(small)
         self.slot_tr = be.empty((G * B,), np.int64, what="fused slots")
         self.slot_key = be.empty((G * B,), np.uint64, what="fused slots")
+        self.slot_skey = be.empty((G * B,), np.uint64, what="fused slots")  # IC: mix(seed, SKIP, s)
         self.slot_off = be.empty((G * B,), np.int32, what="fused slots")
         self.ctl = be.zeros((8,), np.uint64, what="fused control words")
-        self.counters = be.zeros((8,), np.uint64, what="fused counters")
+        self.counters = be.zeros((len(KERNEL_COUNTERS),), np.uint64, what="fused counters")
         self.list_cap = int(min(G * n * W + G * B, max(1 << 20, 16 * G * B)))
         self.lists = [be.empty((self.list_cap,), np.uint64, what="fused frontier lists") for _ in range(2)]
         self.pool_factor = 1.3  # pool = traversals x mean size x factor + slack; tests shrink it to force growth
@@ -121,11 +122,20 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
     def _graph_arrays(self, graph, model: str) -> dict:
         """The in-CSR relabelled by the vertex order (``layout.py``), with both maps of the order."""
         host = super()._graph_arrays(graph, model)
-        tg = traversal_graph(host["in_indptr"], host["in_src"], host["in_eid"], host["in_prob"], host["qcum"], self.lt,
-                             graph, self.options.order)
+        tg = traversal_graph(host["in_indptr"], host["in_src"], host["in_eid"], host["in_prob"], host["qcum"],
+                             host["skip"], self.lt, graph, self.options.order)
         self._reorder_seconds = tg.seconds
         return {"in_indptr": tg.in_indptr, "in_src": tg.in_src, "in_eid": tg.in_eid, "in_prob": tg.in_w,
-                "qcum": tg.qcum, "old_of_new": tg.old_of_new, "new_of_old": tg.new_of_old}
+                "qcum": tg.qcum, "skip": tg.skip, "old_of_new": tg.old_of_new, "new_of_old": tg.new_of_old}
+
+    def warm_up(self) -> None:
+        """First uses a solve's phases make and a short call does not (``Engine.warm_up``): the sort of a
+        piece's keys beyond one tile (CUB's multi-tile radix sort, other kernels than a small sort's) and
+        the frontier-list rebuild (``fz_rescan``; on the clean masks it lists nothing)."""
+        if self.options.sorted_sources:
+            self.xp.sort(self.backend.asarray(np.arange(1 << 16, 0, -1, dtype=np.int64), what="warm-up keys"))
+        self.ctl[0] = 0  # as _grow_lists before its rescan (a scalar store into a device array)
+        self._rescan(0, self.batches)
 
     # ---- sampling ---------------------------------------------------------------------------
     def sample_into(self, coll, count: int, mean_hint: float) -> None:
@@ -212,10 +222,10 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         def step(c, idx: int) -> None:
             if c is not None:
                 self.k_expand((expand_blocks,), (self.expand_threads,), (
-                    d["in_indptr"], d["in_src"], d["in_eid"], d["in_prob"], d["qcum"], d["old_of_new"], _i64(n),
-                    np.int32(W), self.seed, self.slot_key, self.vis, self.nxt, self.act, self.touched, self.tbase,
-                    self.tcount, self.lists[c], self.lists[idx], np.uint64(self.list_cap), self.ctl, np.int32(c),
-                    self.counters,
+                    d["in_indptr"], d["in_src"], d["in_eid"], d["in_prob"], d["qcum"], d["skip"], d["old_of_new"],
+                    _i64(n), np.int32(W), self.seed, self.slot_key, self.slot_skey, self.vis, self.nxt, self.act,
+                    self.touched, self.tbase, self.tcount, self.lists[c], self.lists[idx], np.uint64(self.list_cap),
+                    self.ctl, np.int32(c), self.counters,
                 ))
             self.k_decide((X, used), (_BATCH_THREADS,), (
                 _i64(n), np.int32(W), _i64(total), np.int32(opts.refill_threshold), d["in_indptr"], self.vis,
@@ -227,8 +237,9 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
                 lt, _i64(n), np.int32(W), self.seed, _i64(self.rounds), _i64(j_begin), _i64(total),
                 np.int32(use_order), order, d["in_indptr"], d["old_of_new"], d["new_of_old"], self.vis, self.nxt,
                 self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense, self.efin,
-                self.gcnt, self.cursor, self.tnew, self.done, self.slot_tr, self.slot_key, self.slot_off,
-                self.lists[idx], np.uint64(self.list_cap), self.ctl, np.int32(idx), self.pool, self.counters,
+                self.gcnt, self.cursor, self.tnew, self.done, d["skip"], self.slot_tr, self.slot_key, self.slot_skey,
+                self.slot_off, self.lists[idx], np.uint64(self.list_cap), self.ctl, np.int32(idx), self.pool,
+                self.counters,
             ))
 
         return step
@@ -247,5 +258,9 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self.lists = [be.empty((self.list_cap,), np.uint64, what="fused frontier lists") for _ in range(2)]
         self.ctl[0] = 0
         self.ctl[1] = 0
+        self._rescan(c, used)
+
+    def _rescan(self, c: int, used: int) -> None:
+        """fz_rescan: list c gets an entry per (batch < used, vertex) whose nxt mask is not empty."""
         self.k_rescan((self.sms * 8,), (256,), (self.nxt, _i64(used), _i64(self.n), np.int32(self.options.words),
                                                self.lists[c], np.uint64(self.list_cap), self.ctl, np.int32(c)))

@@ -8,7 +8,9 @@ Counters (both backends count the same things):
   adjacency read (FuseIM, Neff et al., ICS '24, sec. 3.1 and Table 2);
 - ``edge_reads``: in-arcs read by fused expansions (the row of every expanded entry, once for all
   its traversals); ``edge_reads_unfused``: what a one-traversal-at-a-time sampler reads for the same
-  sets (the row of every member of every set); their ratio is the saving of fusing;
+  sets (the row of every member of every set); their ratio is the saving of fusing. Both leave out
+  the skipping nodes of ``gpucore.im.skipping``, whose rows neither sampler reads: ``skip_jumps``
+  counts the geometric jumps drawn there (one walk per traversal, fused or not);
 - ``levels``: synchronous frontier steps; ``frontier_peak``: most entries in one frontier list;
   ``frontier_bytes_peak``: the bytes those lists held; ``mask_bytes``: visited + next-level masks
   (and the visited-word lists) allocated for the batches in flight;
@@ -21,11 +23,11 @@ from __future__ import annotations
 
 from gpucore.timing import Phases
 
-COUNTERS = ("entries", "mask_bits", "edge_reads", "edge_reads_unfused", "levels", "frontier_peak", "extractions",
-            "traversals", "regrowths")
+COUNTERS = ("entries", "mask_bits", "edge_reads", "edge_reads_unfused", "skip_jumps", "levels", "frontier_peak",
+            "extractions", "traversals", "regrowths")
 #: order of the counters the kernels fill (an int64 array of this length)
 KERNEL_COUNTERS = ("entries", "mask_bits", "edge_reads", "levels", "frontier_peak", "extractions", "traversals",
-                   "edge_reads_unfused")
+                   "edge_reads_unfused", "skip_jumps")
 MAX_COUNTERS = ("frontier_peak",)
 
 

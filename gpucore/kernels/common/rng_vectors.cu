@@ -30,3 +30,19 @@ extern "C" __global__ void gc_worlds(gc_u64 world_seed, const gc_u64* ids, const
     threshold[i] = gc_lt_threshold(world_seed, ids[i]);
     q[i] = gc_lt_fixed_weight(w[i]);
 }
+
+// Geometric jumps: ln U of hash h[i], and the jump of h[i] at rlq[i] (= 1 / ln(1 - p)) over d[i] coins.
+extern "C" __global__ void gc_skips(const gc_u64* h, const double* rlq, const gc_i64* d, int rows, double* log_u,
+                                    gc_i64* jump) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    log_u[i] = gc_log_uniform(h[i]);
+    jump[i] = gc_skip_jump(h[i], rlq[i], d[i]);
+}
+
+// ln(1 + x[i]) by the series of gc_random.cuh (a skipping node's rlq is 1 / log1p_series(-p)).
+extern "C" __global__ void gc_log1p_rows(const double* x, int rows, double* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    out[i] = gc_log1p_series(x[i]);
+}

@@ -19,7 +19,9 @@
 //   fz_expand_ic / fz_expand_lt:  a warp per entry; IC: the nonzero words of the entry's mask are spread over groups of
 //               1, 2, 4 or 8 lanes (one 32-bit word per lane), 32 / group arcs at a time; each lane
 //               flips the coin of its arc for every slot of its word not yet at the arc's source,
-//               bernoulli(step(mix(seed, COIN, s), eid), p); LT: a lane per slot draws its in-arc
+//               bernoulli(step(mix(seed, COIN, s), eid), p); at a skipping node (skip[x] < 0,
+//               gpucore/im/skipping.py) a lane per slot walks that slot's geometric jumps over the row
+//               instead, jump i keyed by mix(seed, SKIP, s, old id, i); LT: a lane per slot draws its in-arc
 //               (fixed-point prefix sums, binary search) and moves unless it was there. Every slot
 //               that discovers a vertex is marked in act[g]. A level expands every pending entry,
 //               so after it the pending slots are among those marked: an occupied slot that is not
@@ -55,6 +57,7 @@
 #define FZ_S_EXTRACT 5
 #define FZ_S_TRAV 6
 #define FZ_S_UNFUSED 7
+#define FZ_S_JUMPS 8
 // extraction modes (emode)
 #define FZ_IDLE 0
 #define FZ_LOAD 1
@@ -113,23 +116,28 @@ extern "C" __global__ void fz_keys(gc_u64 seed, gc_i64 j_begin, gc_i64 total, gc
     }
 }
 
+// A geometric jump (gc_random.cuh), not inlined: inlined, its double arithmetic raised fz_expand_ic
+// from 64 to 74 registers (3 instead of 4 resident blocks of 256 threads), for every node.
+__device__ __noinline__ gc_i64 fz_jump(gc_u64 h, double rlq, gc_i64 d) { return gc_skip_jump(h, rlq, d); }
+
 // The body of fz_expand_ic / fz_expand_lt (a warp per entry of list cur_idx, grid-stride).
 template <bool LT>
 __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const int* __restrict__ src,
                                           const int* __restrict__ eid, const float* __restrict__ warc,
-                                          const gc_i64* __restrict__ qcum, const int* __restrict__ old_of_new,
-                                          gc_i64 n, int W, gc_u64 seed, const gc_u64* __restrict__ slot_key,
+                                          const gc_i64* __restrict__ qcum, const double* __restrict__ skip,
+                                          const int* __restrict__ old_of_new, gc_i64 n, int W, gc_u64 seed,
+                                          const gc_u64* __restrict__ slot_key, const gc_u64* __restrict__ slot_skey,
                                           unsigned int* __restrict__ vis, unsigned int* __restrict__ nxt,
                                           unsigned int* __restrict__ act, int* __restrict__ touched,
                                           const int* __restrict__ tbase, int* __restrict__ tcount,
                                           const gc_u64* __restrict__ cur, gc_u64* __restrict__ nlist, gc_u64 cap,
                                           gc_u64* __restrict__ ctl, int cur_idx, gc_u64* __restrict__ stats) {
-    __shared__ gc_u64 s_acc[3];
+    __shared__ gc_u64 s_acc[4];  // entries, mask bits, edge reads, skip jumps
     const int lane = threadIdx.x & 31;
     const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
     const int B = 32 * W;
     const gc_i64 nW = n * W;
-    if (threadIdx.x < 3) s_acc[threadIdx.x] = 0;
+    if (threadIdx.x < 4) s_acc[threadIdx.x] = 0;
     __syncthreads();
     gc_u64 count = ((volatile gc_u64*)ctl)[cur_idx];
     if (count > cap) count = cap;
@@ -147,10 +155,11 @@ __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const 
         if (!nz) continue;  // a duplicate entry: its vertex was taken already
         const int bits = __reduce_add_sync(FZ_FULL, (unsigned)__popc(fr));
         const gc_i64 beg = ind[x], end = ind[x + 1];
+        const double rlq = LT ? 0.0 : skip[x];  // IC: < 0 at a skipping node, whose row is not read
         if (lane == 0) {
             entries += 1;
             bits_total += (gc_u64)bits;
-            reads += (gc_u64)(end - beg);
+            if (rlq >= 0.0) reads += (gc_u64)(end - beg);
         }
         int* ring = touched + (gc_i64)g * nW;
         const int rstart = tbase[g];
@@ -187,6 +196,43 @@ __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const 
                 }
                 fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
                 fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
+            }
+        } else if (rlq < 0.0) {
+            const gc_u64 vid = (gc_u64)(unsigned)old_of_new[x];
+            const gc_u64* skeys = slot_skey + (gc_i64)g * B;
+            const gc_i64 d = end - beg;
+            for (int w = 0; w < W; ++w) {  // lane l walks the jumps of the l-th slot of word w
+                const unsigned f = __shfl_sync(FZ_FULL, fr, w);
+                if (!f) continue;
+                unsigned bit = 0u;
+                gc_u64 hv = 0;
+                gc_i64 pos = d;  // the lane's next live position (>= d: its walk has ended)
+                int i = 0;       // the jumps it drew
+                if (lane < __popc(f)) {
+                    bit = 1u << fz_kth_bit(f, lane);
+                    hv = gc_step(skeys[w * 32 + __ffs(bit) - 1], vid);
+                    pos = fz_jump(gc_step(hv, 0ULL), rlq, d);
+                    i = 1;
+                }
+                while (__any_sync(FZ_FULL, pos < d)) {
+                    bool touch = false, push = false;
+                    int y = 0;
+                    if (pos < d) {
+                        y = src[beg + pos];
+                        const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
+                        const unsigned o = atomicOr(&vis[yw], bit);
+                        if (!(o & bit)) {
+                            touch = (o == 0u);
+                            push = (atomicOr(&nxt[yw], bit) == 0u);
+                            fz_mark(&gact[w], bit);
+                        }
+                        pos += 1 + fz_jump(gc_step(hv, (gc_u64)i), rlq, d);
+                        i += 1;
+                    }
+                    fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
+                    fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
+                }
+                if (i) atomicAdd(&s_acc[3], (gc_u64)i);  // the skip jumps this lane drew
             }
         } else {
             const int nnz = __popc(nz);
@@ -244,18 +290,20 @@ __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const 
     }
     __syncthreads();
     if (threadIdx.x < 3 && s_acc[threadIdx.x]) atomicAdd(&stats[FZ_S_ENTRIES + threadIdx.x], s_acc[threadIdx.x]);
+    if (threadIdx.x == 3 && s_acc[3]) atomicAdd(&stats[FZ_S_JUMPS], s_acc[3]);
 }
 
 #define FZ_EXPAND_PARAMS                                                                                        \
     const gc_i64 *__restrict__ ind, const int *__restrict__ src, const int *__restrict__ eid,                 \
-        const float *__restrict__ warc, const gc_i64 *__restrict__ qcum, const int *__restrict__ old_of_new,  \
-        gc_i64 n, int W, gc_u64 seed, const gc_u64 *__restrict__ slot_key, unsigned int *__restrict__ vis,    \
+        const float *__restrict__ warc, const gc_i64 *__restrict__ qcum, const double *__restrict__ skip,     \
+        const int *__restrict__ old_of_new, gc_i64 n, int W, gc_u64 seed, const gc_u64 *__restrict__ slot_key, \
+        const gc_u64 *__restrict__ slot_skey, unsigned int *__restrict__ vis,                                 \
         unsigned int *__restrict__ nxt, unsigned int *__restrict__ act, int *__restrict__ touched,            \
         const int *__restrict__ tbase, int *__restrict__ tcount, const gc_u64 *__restrict__ cur,              \
         gc_u64 *__restrict__ nlist, gc_u64 cap, gc_u64 *__restrict__ ctl, int cur_idx, gc_u64 *__restrict__ stats
-#define FZ_EXPAND_ARGS \
-    ind, src, eid, warc, qcum, old_of_new, n, W, seed, slot_key, vis, nxt, act, touched, tbase, tcount, cur, nlist, cap, \
-        ctl, cur_idx, stats
+#define FZ_EXPAND_ARGS                                                                                         \
+    ind, src, eid, warc, qcum, skip, old_of_new, n, W, seed, slot_key, slot_skey, vis, nxt, act, touched, tbase, \
+        tcount, cur, nlist, cap, ctl, cur_idx, stats
 
 extern "C" __global__ void __launch_bounds__(256) fz_expand_ic(FZ_EXPAND_PARAMS) { fz_expand<false>(FZ_EXPAND_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) fz_expand_lt(FZ_EXPAND_PARAMS) { fz_expand<true>(FZ_EXPAND_ARGS); }
@@ -289,9 +337,11 @@ __device__ __forceinline__ int fz_item_word(const FzBatch& b, int dense, int sta
 }
 
 // Per-slot counts (shared, FZ_THREADS entries) of the ended slots' members among this block's items,
-// and (unless `unfused` is null) the in-arcs an unfused sampler reads for them; all threads call it.
+// and (unless `unfused` is null) the in-arcs an unfused sampler reads for them (none at a skipping
+// node: `skip` is the IC skip table, null for LT); all threads call it.
 __device__ void fz_count_share(const FzBatch& b, int dense, int start, gc_i64 items, const unsigned* fin,
-                               const gc_i64* __restrict__ ind, int* cnt, gc_u64* unfused) {
+                               const gc_i64* __restrict__ ind, const double* __restrict__ skip, int* cnt,
+                               gc_u64* unfused) {
     if (threadIdx.x < b.B) cnt[threadIdx.x] = 0;
     __syncthreads();
     gc_u64 reads = 0;
@@ -301,7 +351,7 @@ __device__ void fz_count_share(const FzBatch& b, int dense, int start, gc_i64 it
         unsigned m = b.vis[word] & fin[w];
         if (!m) continue;
         const gc_i64 x = word / b.W;
-        reads += (gc_u64)__popc(m) * (gc_u64)(ind[x + 1] - ind[x]);
+        if (unfused && !(skip && skip[x] < 0.0)) reads += (gc_u64)__popc(m) * (gc_u64)(ind[x + 1] - ind[x]);
         while (m) {
             const int bit = __ffs(m) - 1;
             m &= m - 1u;
@@ -369,7 +419,7 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
     const int count = tcount[g];
     const int dense = (gc_i64)count * 2 > b.nW;
     const gc_i64 items = dense ? b.nW : count;
-    fz_count_share(b, dense, tbase[g], items, s_fin, ind, s_cnt, nullptr);
+    fz_count_share(b, dense, tbase[g], items, s_fin, ind, nullptr, s_cnt, nullptr);
     if (tid < b.B && s_cnt[tid]) atomicAdd(&gcnt[g * b.B + tid], s_cnt[tid]);
     if (!fz_last_block(&done[2 * g], b.X, &s_flag)) return;
     if (tid == 0) {  // reserve the ended sets' space in the pool, only if it fits
@@ -416,7 +466,8 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
 __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total,
                         int use_order, const gc_i64* __restrict__ order, const gc_i64* __restrict__ new_of_old,
                         unsigned int* __restrict__ nxt, int rstart, int* tbase, int* tcount, unsigned int* occ,
-                        gc_i64* __restrict__ slot_tr, gc_u64* __restrict__ slot_key, int* __restrict__ slot_off,
+                        gc_i64* __restrict__ slot_tr, gc_u64* __restrict__ slot_key, gc_u64* __restrict__ slot_skey,
+                        int* __restrict__ slot_off,
                         gc_u64* __restrict__ list, gc_u64 cap, gc_u64* __restrict__ ctl, int idx, unsigned* s_occ,
                         int* s_tc, int* s_warp, gc_i64* s_base) {
     const int tid = threadIdx.x, lane = tid & 31, g = b.g;
@@ -444,6 +495,7 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
         x = new_of_old[gc_index_below(gc_mix5(seed, GC_STREAM_ROOT, (gc_u64)j, 0ULL, 0ULL), (gc_u64)b.n)];
         slot_tr[(gc_i64)g * b.B + s] = i;
         slot_key[(gc_i64)g * b.B + s] = lt ? key : gc_mix3(seed, GC_STREAM_COIN, key);
+        if (!lt) slot_skey[(gc_i64)g * b.B + s] = gc_mix3(seed, GC_STREAM_SKIP, key);
         slot_off[(gc_i64)g * b.B + s] = (int)(t * b.n);
         atomicOr(&s_occ[w], 1u << (s & 31));
         word = x * b.W + w;
@@ -471,7 +523,8 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
                                       const int* __restrict__ emode, const int* __restrict__ edense,
                                       const unsigned int* __restrict__ efin, int* __restrict__ gcnt,
                                       gc_i64* __restrict__ cursor, int* __restrict__ tnew, int* __restrict__ done,
-                                      gc_i64* __restrict__ slot_tr, gc_u64* __restrict__ slot_key,
+                                      const double* __restrict__ skip, gc_i64* __restrict__ slot_tr,
+                                      gc_u64* __restrict__ slot_key, gc_u64* __restrict__ slot_skey,
                                       int* __restrict__ slot_off, gc_u64* __restrict__ list, gc_u64 cap,
                                       gc_u64* __restrict__ ctl, int idx, int* __restrict__ pool,
                                       gc_u64* __restrict__ stats) {
@@ -492,7 +545,7 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
         if (tid < W) s_occ[tid] = occ[g * W + tid];
         if (tid == 0) s_tc = tcount[g];
         fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, tbase[g], tbase, tcount, occ,
-                slot_tr, slot_key, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
+                slot_tr, slot_key, slot_skey, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
     }
     if (mode != FZ_EXTRACT) return;
     if (tid < W) s_fin[tid] = efin[g * W + tid];
@@ -501,7 +554,7 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
     const int dense = edense[g], start = tbase[g], count = tcount[g];
     const int fresh_start = dense ? 0 : (int)(((gc_i64)start + count) % b.nW);
     const gc_i64 items = dense ? b.nW : count;
-    fz_count_share(b, dense, start, items, s_fin, ind, s_cnt, &s_unfused);
+    fz_count_share(b, dense, start, items, s_fin, ind, lt ? nullptr : skip, s_cnt, &s_unfused);
     if (tid < b.B && s_cnt[tid])  // this block's run of each ended slot
         s_pos[tid] = (gc_i64)atomicAdd((unsigned long long*)&cursor[(gc_i64)g * b.B + tid], (unsigned long long)s_cnt[tid]);
     if (tid == 0 && s_unfused) atomicAdd(&stats[FZ_S_UNFUSED], s_unfused);
@@ -543,7 +596,7 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
     if (tid < W) s_occ[tid] = occ[g * W + tid] & ~s_fin[tid];  // the ended slots are free
     if (tid < b.B) gcnt[g * b.B + tid] = 0;                    // the counts for next time
     fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, fresh_start, tbase, tcount, occ,
-            slot_tr, slot_key, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
+            slot_tr, slot_key, slot_skey, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
 }
 
 // Rebuilds list `idx` from nxt after an overflow: one entry per (batch, vertex) with a nonzero word.

@@ -12,6 +12,11 @@
 //     32-arc step, if the queue holds more than IM_QS - 32 entries, the 32 newest move to the
 //     block's overflow reservoir in global memory (a stack of 32-entry chunks), reloaded when the
 //     queue runs empty (gIM Algorithms 4, 5); every lane runs every step (uniform trip counts);
+//   - IC skipping nodes (skip[u] = 1 / ln(1 - p) < 0, gpucore/im/skipping.py): instead of a coin per arc,
+//     each step draws 32 geometric jumps (jump i of mix(seed, SKIP, s, u, i) on lane i % 32), a warp
+//     prefix sum turns them into the positions of the next live arcs, and the lanes whose position
+//     lies in the row offer that arc, so a step costs 32 live arcs, not 32 arcs (SUBSIM, Guo et al.,
+//     SIGMOD 2020, sec. 4);
 //   - LT: reverse random walk; the warp scans the node's in-arcs for the one whose fixed-point
 //     interval [Q_{a-1}, Q_a) holds r (ballot), stopping on none or on a visited node;
 //   - members (root first) are appended to the block's staging buffer as they are enqueued;
@@ -25,7 +30,9 @@
 // counters (host-zeroed): [0] next set index, [1] pool tail, [2] deferred sets, [3] sets finished,
 // [4] pool overflow; the host reads all five with one copy per batch.
 // Keys (docs/im.md): root = mix(seed, ROOT, j, 0, 0) mod n; round t uses s = j * T + t;
-// IC coin of arc e = bernoulli(step(mix(seed, COIN, s), e), p); LT r = mix(seed, LT_CHOICE, s, v, 0) >> 24.
+// IC coin of arc e = bernoulli(step(mix(seed, COIN, s), e), p), or at a skipping node v the jumps
+// gc_skip_jump(mix(seed, SKIP, s, v, i), skip[v], d); LT r = mix(seed, LT_CHOICE, s, v, 0) >> 24.
+#include "gc_loops.cuh"
 #include "gc_random.cuh"
 
 #ifndef IM_QS
@@ -44,7 +51,8 @@ static_assert(IM_WARPS >= 1 && IM_WARPS <= 32, "IM_WARPS: 1 .. 32 warps per bloc
 // when it does not fit in stage_cap (then every mark it set is cleared again).
 __device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const int* __restrict__ in_src,
                                   const int* __restrict__ in_eid, const float* __restrict__ in_prob,
-                                  const gc_i64* __restrict__ qcum, int lt, gc_i64 n, gc_u64 seed, gc_i64 rounds,
+                                  const gc_i64* __restrict__ qcum, const double* __restrict__ skip, int lt,
+                                  gc_i64 n, gc_u64 seed, gc_i64 rounds,
                                   gc_i64 j, unsigned int* __restrict__ bm, int* __restrict__ stage, gc_i64 stage_cap,
                                   int* __restrict__ res, gc_i64 res_cap, int* q) {
     const int lane = threadIdx.x & 31;
@@ -100,6 +108,7 @@ __device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const in
             }
         } else {
             const gc_u64 prefix = gc_mix3(seed, GC_STREAM_COIN, s);
+            const gc_u64 sprefix = gc_mix3(seed, GC_STREAM_SKIP, s);
             int qhead = 0, qcount = 1;
             gc_i64 rcount = 0;
             if (lane == 0) q[0] = root;
@@ -116,8 +125,14 @@ __device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const in
                 __syncwarp();  // every lane has read the slot before it can be reused
                 qhead = (qhead + 1) & IM_QMASK;
                 qcount -= 1;
-                const gc_i64 beg = in_indptr[u], end = in_indptr[u + 1];
-                for (gc_i64 base = beg; base < end; base += 32) {
+                const gc_i64 beg = in_indptr[u], d = in_indptr[u + 1] - beg;
+                const double rlq = skip[u];
+                const bool skipping = rlq < 0.0;  // warp-uniform
+                const gc_u64 hv = gc_step(sprefix, (gc_u64)u);
+                // next: coins, the first arc of this step; skipping, one past the last live position
+                // found (the steps end once a position reaches d); jumps: the jumps drawn so far
+                int jumps = 0;
+                for (gc_i64 next = 0; next < d;) {
                     if (qcount > IM_QS - 32) {  // offload the 32 newest entries
                         if (rcount + 32 > res_cap) {
                             failed = true;
@@ -128,15 +143,26 @@ __device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const in
                         qcount -= 32;
                         __syncwarp();
                     }
-                    const gc_i64 a = base + lane;
+                    gc_i64 at;  // this lane's arc: a position in the row, or >= d for none
+                    if (skipping) {
+                        at = next + gc_warp_inclusive_sum(
+                                        gc_skip_jump(gc_step(hv, (gc_u64)(jumps + lane)), rlq, d) + 1) - 1;
+                        jumps += 32;
+                        next = __shfl_sync(IM_FULL, at, 31) + 1;
+                    } else {
+                        at = next + lane;
+                        next += 32;
+                    }
                     bool want = false;
                     int v = 0;
-                    if (a < end) {
+                    if (at < d) {
+                        const gc_i64 a = beg + at;
                         v = in_src[a];
                         const unsigned bit = 1u << (v & 31);
                         unsigned int* w = &bm[v >> 5];
                         if (!(*((volatile unsigned int*)w) & bit) &&
-                            gc_bernoulli(gc_step(prefix, (gc_u64)(unsigned int)in_eid[a]), in_prob[a])) {
+                            (skipping ||  // a skipping node's positions are its live arcs
+                             gc_bernoulli(gc_step(prefix, (gc_u64)(unsigned int)in_eid[a]), in_prob[a]))) {
                             const unsigned old = atomicOr(w, bit);
                             want = !(old & bit);
                         }
@@ -176,7 +202,8 @@ __device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const in
 // `workers` warps (blockDim.x = 32 * IM_WARPS; the warps past `workers` in the last block leave).
 extern "C" __global__ void im_sample(const gc_i64* __restrict__ in_indptr, const int* __restrict__ in_src,
                                      const int* __restrict__ in_eid, const float* __restrict__ in_prob,
-                                     const gc_i64* __restrict__ qcum, int lt, gc_i64 n, gc_u64 seed, gc_i64 rounds,
+                                     const gc_i64* __restrict__ qcum, const double* __restrict__ skip, int lt,
+                                     gc_i64 n, gc_u64 seed, gc_i64 rounds,
                                      gc_i64 j_begin, gc_i64 count, int use_list, const gc_i64* __restrict__ j_list,
                                      gc_i64 workers, unsigned int* __restrict__ bitmaps, gc_i64 words,
                                      int* __restrict__ stages, gc_i64 stage_cap, int* __restrict__ reservoirs,
@@ -206,8 +233,8 @@ extern "C" __global__ void im_sample(const gc_i64* __restrict__ in_indptr, const
         const gc_i64 j = use_list ? j_list[idx] : j_begin + (gc_i64)idx;
         const gc_i64 rel = j - j_begin;
         const gc_i64 size =
-            im_build_set(in_indptr, in_src, in_eid, in_prob, qcum, lt, n, seed, rounds, j, bm, stage, stage_cap, res,
-                         res_cap, q);
+            im_build_set(in_indptr, in_src, in_eid, in_prob, qcum, skip, lt, n, seed, rounds, j, bm, stage, stage_cap,
+                         res, res_cap, q);
         if (size < 0) {
             if (lane == 0) deferred[atomicAdd(&counters[2], 1ULL)] = j;
             continue;
