@@ -290,6 +290,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
             "root_count": "floor(n_i/eta_i + uniform(mix(sample_seed, ROOT_COUNT=4, j)))",
         },
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "realization_ids": list(range(first_realization, first_realization + realizations)),
         "realizations": out_real,
         "summary": {
             "realizations": len(out_real),
