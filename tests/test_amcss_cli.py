@@ -37,7 +37,7 @@ def test_cli_run_writes_replayable_json(graph_file, tmp_path):
                    env={"GPUCORE_PROGRESS": "1"})
     assert "realization 1/2 round 1:" in proc.stderr and "realization 2/2 round 1:" in proc.stderr
     summary = json.loads(proc.stdout)
-    assert summary["algorithm"] == "MERIT" and summary["reached_all"]
+    assert summary["algorithm"] == "MERIT"
     result = json.loads(out.read_text())
     assert result["kind"] == "amcss" and result["model"] == "LT" and result["eta"] == 200
     assert result["epsilon"] == 0.5 and result["batch"] == 4 and result["backend"] == "cpu"
@@ -88,3 +88,32 @@ def test_cli_non_positive_costs(tmp_path):
     path = save_graph(graph, tmp_path / "zero_cost.gcsr")
     proc = gpucore("amcss", "--graph", path, "--eta", 5, "--backend", "cpu", check=False)
     assert proc.returncode == 2 and "costs" in proc.stderr
+
+
+def test_cli_pollution_limit_zero_is_pasti_seed_for_seed(graph_file, tmp_path):
+    """--pollution-limit 0 regenerates every round: the run is PASTI's, seed for seed (docs/amcss.md)."""
+    from gpucore.cli import main
+
+    common = ["amcss", "--graph", str(graph_file), "--model", "IC", "--eta", "150", "--batch", "3",
+              "--realizations", "2", "--seed", "4", "--backend", "cpu"]
+    assert main([*common, "--pollution-limit", "0", "-o", str(tmp_path / "zero.json")]) == 0
+    assert main([*common, "--no-update", "-o", str(tmp_path / "pasti.json")]) == 0
+    zero, pasti = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("zero", "pasti"))
+    assert zero["algorithm"] == "MERIT" and zero["pollution_limit"] == 0.0
+
+    def rounds(res):
+        return [[(rd["seed_ids"], rd["cost"], rd["theta"], rd["newly_active"]) for rd in r["rounds"]]
+                for r in res["realizations"]]
+
+    assert rounds(zero) == rounds(pasti)
+    assert sum(len(r["rounds"]) for r in zero["realizations"]) >= 4
+
+
+def test_cli_negative_pollution_limit_is_one_line(graph_file, tmp_path):
+    proc = gpucore("amcss", "--graph", graph_file, "--eta", 10, "--pollution-limit", -0.5, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "--pollution-limit" in proc.stderr
+
+
+def test_cli_graph_directory_is_named_a_directory(tmp_path):
+    proc = gpucore("amcss", "--graph", tmp_path, "--eta", 5, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"gpucore: error: {tmp_path}: is a directory, not a .gcsr file"

@@ -16,8 +16,8 @@ Pure functions of (n_i, b, eps) and the coverage Lambda; no arrays, no randomnes
 
 ``b`` is the batch size of the round, ``min(batch, n_i)`` (C(n_i, b) needs b <= n_i). Note that
 ``Lambda_l <= 0`` whenever ``Lambda <= 5 a1 / 18`` (the square root difference is negative there),
-so a small coverage is always rejected. The set counts actually generated are the integers
-``ceil(theta_0) * 2^t`` capped at ``ceil(theta_max)`` (see ``theta_schedule``).
+so a small coverage is always rejected. The set counts a regenerating round tries are the integers
+``ceil(theta_0) * 2^t`` capped at ``ceil(theta_max)`` (``gpucore.amcss.driver.select_batch``).
 """
 
 from __future__ import annotations
@@ -117,12 +117,3 @@ def round_bounds(n_i: int, batch: int, eps: float) -> RoundBounds:
         theta_max=theta_max, theta_0=theta_0, H=H, a1=a1, a2=a2,
     )
 
-
-def theta_schedule(bounds: RoundBounds, start: int | None = None) -> list[int]:
-    """The set counts tried in a round: start (default ceil(theta_0)), doubled, capped at theta_max."""
-    cap = bounds.theta_max_int
-    theta = max(bounds.theta_0_int, int(start or 0))
-    out = [min(theta, cap) if theta <= cap else theta]
-    while out[-1] < cap:
-        out.append(min(2 * out[-1], cap))
-    return out

@@ -53,8 +53,9 @@ def run(args) -> int:
 
     if args.segments is not None and args.segments < 1:
         raise GpucoreError(f"--segments {args.segments}: must be >= 1")
-    if not args.pollution_limit > 0:
-        raise GpucoreError(f"--pollution-limit {args.pollution_limit}: must be > 0 (above 1: always update)")
+    if not args.pollution_limit >= 0:
+        raise GpucoreError(f"--pollution-limit {args.pollution_limit}: must be >= 0 (0: always regenerate, as "
+                           "PASTI; above 1: always update)")
     graph = load_graph(args.graph)
     result = run_amcss(
         graph, model=args.model, eta=args.eta, batch=args.batch, eps=args.eps, realizations=args.realizations,
