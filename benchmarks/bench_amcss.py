@@ -128,32 +128,6 @@ def run_cell(opts, graph: dict, model: str, algorithm: str, out: Path, timeout: 
     return row
 
 
-WARM_UP = """
-import sys
-import gpucore.amcss.cpu as cpu
-from gpucore.amcss import run_amcss
-from gpucore.graph import load_graph
-graph = load_graph(sys.argv[1])
-for min_work in (0, 1 << 62):  # every kernel in its parallel and its serial form
-    cpu.PARALLEL_MIN_WORK = min_work
-    for model in ("IC", "LT"):
-        for update in (True, False):
-            run_amcss(graph, model=model, eta=20, batch=4, eps=0.5, realizations=1, seed=0, update=update,
-                      backend="cpu", threads=int(sys.argv[2]))
-"""
-
-
-def warm_up(opts, graphs: list[dict]) -> None:
-    """Compile every CPU kernel once (Numba caches them on disk) so that no timed cell pays for it."""
-    if opts.backend != "cpu" or not graphs:
-        return
-    threads = opts.threads or os.cpu_count()
-    proc = subprocess.run([sys.executable, "-c", WARM_UP, str(graphs[0]["path"]), str(threads)],
-                          capture_output=True, text=True, env={**os.environ, "GPUCORE_PROGRESS": "0"})
-    if proc.returncode:
-        raise SystemExit(f"warm-up failed: {proc.stderr.strip().splitlines()[-1:]}")
-
-
 def machine() -> dict:
     mem = 0
     try:
@@ -174,7 +148,7 @@ def write_markdown(path: Path, facts: dict, rows: list[dict], opts) -> None:
         f"{opts.threads or 'all'}; backend: {opts.backend}",
         f"- setting: weighted cascade p = 1/indeg, c(u) = 0.01 + 0.01 outdeg, eps = {opts.eps}, "
         f"{opts.realizations} realization(s), seed {opts.seed}; IC batch per graph, LT batch {opts.lt_batch}",
-        "- seconds: total over the realizations (in-process, excluding start-up); cost: mean raw total cost",
+        "- seconds: total over the realizations (in-process, excluding start-up and the warm-up); cost: mean raw total cost",
         "  (normalised = / max cost); theta: collection size per round of realization 0",
         "",
         "| graph | n | m | model | eta | b | MERIT s | PASTI s | speedup | MERIT cost | PASTI cost | rounds M/P "
@@ -253,7 +227,6 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     facts = machine()
     graphs = prepare_graphs(opts, out)
-    warm_up(opts, graphs)
     rows = []
     for graph in graphs:
         for model in opts.models.split(","):

@@ -81,8 +81,21 @@ class CpuPrimitives(CollectionSizing, Primitives):
         #: size the segments ahead of Generate/Update from the measured set sizes (tests turn it off
         #: to exercise the overflow -> grow -> resume path)
         self.preplan = True
+        #: below this much work a kernel runs in its serial form (``_k``)
+        self.parallel_min_work = PARALLEL_MIN_WORK
 
     # ---- realization -------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """The shared warm-up cycle (``CollectionSizing.warm_up``) once per kernel form: every
+        kernel parallel, then every kernel serial (a run picks the form by the size of the work)."""
+        forms = (0, 1 << 62) if self.T > 1 else (1 << 62,)
+        try:
+            for min_work in forms:
+                self.parallel_min_work = min_work
+                super().warm_up()
+        finally:
+            self.parallel_min_work = PARALLEL_MIN_WORK
+
     def start(self, world_seed: int, sample_seed: int) -> None:
         self.world_seed = np.uint64(world_seed)
         self.seed = np.uint64(sample_seed)
@@ -98,6 +111,7 @@ class CpuPrimitives(CollectionSizing, Primitives):
             self.coll = self._allocate(self.S, 2, 256, None)
         self._empty()
         self.coll.next_id = 0
+        self.k_last = 1.0
 
     # ---- layout management -------------------------------------------------------------------
     def _allocate(self, S: int, L: int, l: int, old: Collection | None) -> Collection:
@@ -138,7 +152,7 @@ class CpuPrimitives(CollectionSizing, Primitives):
         """The parallel kernel ``name``, or its serial twin for small work or one thread."""
         if numba.get_num_threads() != self.T:  # another caller changed it: keep thread ids < T
             numba.set_num_threads(self.T)
-        if self.T > 1 and work >= PARALLEL_MIN_WORK:
+        if self.T > 1 and work >= self.parallel_min_work:
             return getattr(K, name)
         return getattr(K, name + "_serial")
 

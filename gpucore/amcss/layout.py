@@ -186,6 +186,28 @@ class CollectionSizing:
         new.theta, new.next_id, new.entries, new.stats = old.theta, old.next_id, old.entries, old.stats
         self.coll = new
 
+    def warm_up(self) -> None:
+        """One small round trip through every primitive (the contract's ``warm_up``): Generate of
+        4 sets per segment with 2 roots, a growth of both the slots and the segments (the copy
+        kernels), Select, Diffuse, Discover(A), Update to more roots, trim, Generate again, Select
+        without its last Discover, clear. Sample seed 0; the next ``start`` resets everything."""
+        self.start(0, 0)
+        theta = 4 * self.S
+        k = min(2.0, float(self.n_residual))
+        self.generate(theta, k, 1)
+        self._reshape(L=self.coll.L + 1, l=self.coll.l + 1)
+        seeds, _ = self.select(min(2, self.n_residual))
+        self.commit()
+        self.diffuse(seeds)
+        if self.n_residual > 0:  # a tiny graph may be all active already
+            self.discover_active()
+            k = min(2.0 * k, float(self.n_residual))
+            self.update(k, 2, min_keep=1)
+            self.trim(theta // 2)
+            self.generate(theta, k, 2)
+            self.select(min(2, self.n_residual), last_discover=False)
+        self.clear()
+
     def _ensure_slots(self, theta: int) -> None:
         need = -(-theta // self.S) + 1
         if need > self.coll.L:

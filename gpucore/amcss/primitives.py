@@ -27,6 +27,13 @@ class Primitives(ABC):
 
     # ---- realization -------------------------------------------------------------------------
     @abstractmethod
+    def warm_up(self) -> None:
+        """Compile / load every kernel this backend runs (each form of it), on this graph and its
+        array types, before anything is timed: a few sets through Generate, the growth of the
+        layout, Select, Diffuse, Discover, Update, trim and clear. Leaves nothing a later ``start``
+        keeps (results do not depend on it)."""
+
+    @abstractmethod
     def start(self, world_seed: int, sample_seed: int) -> None:
         """Begin a realization: nothing active, V_1 = V, empty collection, cnt = 0."""
 
