@@ -159,9 +159,16 @@ class CpuPrimitives(CollectionSizing, Primitives):
     def _fold(self, cnt) -> None:
         self._k("fold_delta", self.T * self.n)(cnt, self.delta)
 
-    def _count_flags(self) -> int:
+    def _flag_stats(self) -> tuple[int, int]:
         c = self.coll
-        return int(self._k("count_flags", c.theta)(c.S, c.L, c.flag, c.count))
+        polluted, clean = self._k("flag_stats", c.theta)(c.S, c.L, c.offset, c.flag, c.count)
+        return int(polluted), int(clean)
+
+    def _copy_out(self, arr, nbytes: int):
+        return arr.copy()
+
+    def _copy_in(self, arr):
+        return arr
 
     def _check(self) -> None:
         if self.errors[0]:
@@ -215,7 +222,7 @@ class CpuPrimitives(CollectionSizing, Primitives):
         c.entries = int(K.total_entries_serial(c.S, c.L, c.offset, c.count))
 
     def update(self, k: float, rnd: int, min_keep: int | None = None) -> dict:
-        growth, stats = self._begin_update(k, min_keep, self._count_flags)
+        growth, stats = self._begin_update(k, min_keep, self._flag_stats)
         c = self.coll
         if c.theta == 0:
             return stats

@@ -176,7 +176,8 @@ def round_record(graph: Graph, prims: Primitives, rnd: int, seeds: np.ndarray, n
 
 def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch: int, eps: float,
                     world_seed: int, sample_seed: int, update: bool = True, label: str = "",
-                    on_round=None, shrink: bool = True, pollution_limit: float = POLLUTION_LIMIT) -> dict:
+                    on_round=None, shrink: bool = True, pollution_limit: float = POLLUTION_LIMIT,
+                    paired: bool = False) -> dict:
     """One adaptive run on one world realization; returns its JSON-ready record.
 
     Each round i: the bounds of (n_i, b, eps) (``round_bounds``), ``prepare_collection``,
@@ -195,7 +196,13 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
     from its inactive roots anyway (Lemma 3.6), at the cost of a fresh one, and the regeneration's
     theta doubling keeps only as many sets as the acceptance test needs. Measured at LiveJournal
     size (results/reference/bench-merit-gpu.md): 92-100 % of the sets polluted every round, where
-    Update lost to regeneration; below 30 % on the other graphs. ``> 1`` never."""
+    Update lost to regeneration; below 30 % on the other graphs. ``> 1`` never.
+
+    ``paired`` (MERIT only): each round after the first also runs the way the rule did not choose
+    from a snapshot of the collection, timed, then goes on the chosen way (``gpucore.amcss.paired``;
+    the rounds gain ``paired``, the trajectory is unchanged)."""
+    if paired and update:
+        from gpucore.amcss.paired import other_way, paired_record, way_record, arcs_probed
     sync = get_backend(prims.name).synchronize
     timer = Phases(("realization",), sync=sync)
     rounds = []
@@ -211,12 +218,20 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
             bounds = round_bounds(n_i, batch, eps)
             k = n_i / eta_i
             regenerate = bool(update and pollution is not None and pollution >= pollution_limit)
+            other = None
+            if paired and update and prims.theta > 0:
+                other = other_way(prims, bounds, k, k_prev, rnd, shrink, not regenerate, sync)
+                arcs = arcs_probed(prims)
             upd_stats = prepare_collection(prims, bounds, k, k_prev, rnd, update, shrink, regenerate, phases)
             seeds, coverage, trials, accepted = select_batch(prims, bounds, k, rnd, update, phases)
+            if other is not None:
+                chosen = way_record(prims, phases, upd_stats, trials, coverage, seeds, arcs)
             newly, polluted = observe_batch(prims, seeds, update, eta_i, phases)
             k_prev = k
             record = round_record(graph, prims, rnd, seeds, newly, eta_i, n_i, k, bounds, trials, coverage, accepted,
                                   phases, upd_stats, regenerate, polluted)
+            if other is not None:
+                record["paired"] = paired_record(chosen, other, regenerate, rounds[-1]["seconds"]["discover"])
             eta_i -= int(newly.size)
             active += int(newly.size)
             if polluted is not None:
@@ -246,12 +261,14 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
               backend: str = "cpu", memory_budget: int | None = None, segments: int | None = None,
               primitives: Primitives | None = None, first_realization: int = 0, on_round=None,
               shrink: bool = True, beta: int | None = None, pollution_limit: float = POLLUTION_LIMIT,
-              warm_up: bool = True) -> dict:
+              warm_up: bool = True, paired: bool = False) -> dict:
     """Run AMCSS (MERIT with ``update=True``; PASTI / ASTI (threads=1) / GAMCSS (cuda) without).
 
     Before the first realization the backend compiles and loads its kernels on this graph
     (``Primitives.warm_up``, unless ``warm_up`` is False), timed apart: the summary's
-    ``warm_up_seconds``, never a realization's ``seconds``."""
+    ``warm_up_seconds``, never a realization's ``seconds``. ``paired`` (MERIT): measure every round
+    both ways, Update and regeneration, on the same collection state (``run_realization``); the
+    realizations' ``seconds`` then include the way not taken."""
     validate(graph, model, eta, batch, eps, realizations)
     eta, batch, eps, realizations = int(eta), int(batch), float(eps), int(realizations)
     setup = Phases(("setup",))
@@ -268,7 +285,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
         ss = sample_seed_of(seed, r)
         rec = run_realization(prims, graph, model, eta, batch, eps, ws, ss, update=update,
                               label=f"realization {r + 1}/{first_realization + realizations}", on_round=on_round,
-                              shrink=shrink, pollution_limit=pollution_limit)
+                              shrink=shrink, pollution_limit=pollution_limit, paired=paired)
         rec = {"realization": r, **rec}
         out_real.append(rec)
     costs = [r["total_cost"] for r in out_real]
@@ -285,6 +302,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
         "update": bool(update),
         "shrink": bool(shrink and update),
         "pollution_limit": float(pollution_limit) if update else None,
+        "paired": bool(paired and update),
         "seed": int(seed),
         "threads": getattr(prims, "T", None),
         "segments": getattr(prims, "S", None),

@@ -98,6 +98,16 @@ class Primitives(ABC):
         """Discover(A_i): flag every unflagged set holding an active node and take it out of cnt.
         Returns the number of sets flagged now."""
 
+    # ---- paired measurement (gpucore.amcss.paired) ---------------------------------------------
+    @abstractmethod
+    def snapshot(self) -> dict:
+        """A copy of the collection and cnt (all that trim, update, clear, generate, select and
+        commit change; on the device where it fits, else on the host)."""
+
+    @abstractmethod
+    def restore(self, state: dict) -> None:
+        """Go back to a ``snapshot`` (once)."""
+
     # ---- inspection (tests, tools) -----------------------------------------------------------
     @abstractmethod
     def collection_sets(self) -> dict[int, tuple[frozenset, frozenset]]:
