@@ -52,7 +52,8 @@ def cpu_facts() -> dict:
 def build_graph(name: str, spec: dict, shared: Path | None, cache: Path, log=print) -> Path:
     """``cache/name.gcsr``, built once: from ``spec["file"]`` under ``shared`` (``spec["undirected"]``,
     default directed), or a generated PA graph of ``spec["nodes"]`` nodes and ``spec["edges"]`` arcs
-    (what ``gpucore generate pa --nodes N --edges M --seed 1`` + ``gpucore preprocess`` do)."""
+    (what ``gpucore generate pa --nodes N --edges M --seed 1`` + ``gpucore preprocess`` do); seed
+    costs ``spec["cost"]`` (a ``gpucore preprocess --cost`` scheme, default degree)."""
     from gpucore.graph import preprocess
 
     cache.mkdir(parents=True, exist_ok=True)
@@ -61,10 +62,11 @@ def build_graph(name: str, spec: dict, shared: Path | None, cache: Path, log=pri
         return out
     t = time.perf_counter()
     undirected = bool(spec.get("undirected", False))
+    cost = spec.get("cost", "degree")
     if "file" in spec:
         if shared is None or not (shared / spec["file"]).is_file():
             raise FileNotFoundError(f"{spec['file']} not found under --data {shared}")
-        preprocess(shared / spec["file"], out, undirected=undirected, weights="wc", show_progress=False)
+        preprocess(shared / spec["file"], out, undirected=undirected, weights="wc", cost=cost, show_progress=False)
     else:
         from gpucore.graph.generators import generate, write_edge_list
 
@@ -73,7 +75,7 @@ def build_graph(name: str, spec: dict, shared: Path | None, cache: Path, log=pri
         write_edge_list(text, src, dst, f"gpucore generate pa --nodes {spec['nodes']} --edges {spec['edges']} --seed 1")
         del src, dst
         try:
-            preprocess(text, out, undirected=undirected, weights="wc", seed=1, show_progress=False)
+            preprocess(text, out, undirected=undirected, weights="wc", cost=cost, seed=1, show_progress=False)
         finally:
             text.unlink(missing_ok=True)
     log(f"built {name} in {time.perf_counter() - t:.1f}s -> {out}")

@@ -71,6 +71,22 @@ class RoundBounds:
         """Lambda_l > rho_b (1 - eps_hat) Lambda_u."""
         return self.lower(coverage) > self.rho_b * (1.0 - self.eps_hat) * self.upper(coverage)
 
+    @property
+    def min_coverage(self) -> int:
+        """The smallest integer coverage the test accepts (``accept`` is monotone in the coverage:
+        Lambda_l grows like Lambda and rho_b (1 - eps_hat) Lambda_u like (1 - eps_hat) Lambda)."""
+        hi = 1
+        while not self.accept(hi):
+            hi *= 2
+        lo = hi // 2  # rejected (or 0)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.accept(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
     def as_dict(self) -> dict:
         return asdict(self)
 

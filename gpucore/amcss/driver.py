@@ -35,6 +35,8 @@ MODELS = ("IC", "LT")
 PHASES = ("generate", "update", "select", "diffuse", "discover")
 #: MERIT regenerates a round whose collection is at least this polluted (see run_realization)
 POLLUTION_LIMIT = 0.9
+#: MERIT keeps at most this multiple of the sets the acceptance test needs (prepare_collection)
+SIZE_MARGIN = 1.2
 
 
 def sample_seed_of(run_seed: int, realization: int) -> int:
@@ -72,24 +74,39 @@ def validate(graph: Graph, model: str, eta, batch, eps, realizations) -> None:
     check_costs(np.asarray(cost), f"{graph.path}: seed costs")
 
 
+def sets_to_keep(bounds: RoundBounds, theta: int, k: float, k_prev: float, coverage_fraction: float | None) -> int:
+    """How many of its ``theta`` sets MERIT keeps for round i (docs/amcss.md, "What an Update can
+    save"): at most ceil(theta k_{i-1} / k_i) (sets grow about linearly with their roots, so the
+    collection keeps about its size in entries) and at most SIZE_MARGIN times the sets the
+    acceptance test needs, min_coverage / the coverage fraction of the last round's batch
+    (``coverage_fraction``); never below theta_0 (nor above theta). Which sets go does not depend
+    on their content (the newest ids), so the rest is still a collection of independent samples."""
+    keep = theta
+    if k > k_prev:
+        keep = min(keep, int(math.ceil(theta * k_prev / k)))
+    if coverage_fraction:
+        keep = min(keep, int(math.ceil(SIZE_MARGIN * bounds.min_coverage / coverage_fraction)))
+    return min(theta, max(bounds.theta_0_int, keep))
+
+
 def prepare_collection(prims: Primitives, bounds: RoundBounds, k: float, k_prev: float, rnd: int, update: bool,
-                       shrink: bool, regenerate: bool, phases: Phases) -> dict | None:
+                       shrink: bool, regenerate: bool, phases: Phases,
+                       coverage_fraction: float | None = None) -> dict | None:
     """Step 1 of a round: bring the collection to round ``rnd`` before any set is drawn.
 
     PASTI/ASTI (``update=False``) drop every set. MERIT drops them too when ``regenerate`` (the last
-    round left the collection too polluted: ``run_realization``); otherwise, when sets exist, it
-    shrinks the collection as k grows (``shrink``: keep ceil(theta k_{i-1} / k_i) sets, at least
-    theta_0, sets growing about linearly with k) and Updates every set to k_i = ``k`` (Lemmas 3.4
-    and 3.6), timed as phase "update". Returns Update's statistics (None when nothing was updated).
-    """
+    round's Update would have probed almost as much as a regeneration: ``run_realization``);
+    otherwise, when sets exist, it keeps ``sets_to_keep`` of them (``shrink``; the newest go) and
+    Updates every kept set to k_i = ``k`` (Lemmas 3.4 and 3.6), timed as phase "update". Returns
+    Update's statistics (None when nothing was updated)."""
     if not update or regenerate:
         prims.clear()
     if not (update and prims.theta > 0):
         return None
     with phases.phase("update"):
         trimmed = 0
-        if shrink and k > k_prev:
-            keep = max(bounds.theta_0_int, int(math.ceil(prims.theta * k_prev / k)))
+        if shrink:
+            keep = sets_to_keep(bounds, prims.theta, k, k_prev, coverage_fraction)
             if keep < prims.theta:
                 trimmed = prims.theta - keep
                 prims.trim(keep)
@@ -220,9 +237,12 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
             regenerate = bool(update and pollution is not None and pollution >= pollution_limit)
             other = None
             if paired and update and prims.theta > 0:
-                other = other_way(prims, bounds, k, k_prev, rnd, shrink, not regenerate, sync)
+                other = other_way(prims, bounds, k, k_prev, rnd, shrink, not regenerate, sync,
+                                  rounds[-1]["coverage"] / rounds[-1]["theta"])
                 arcs = arcs_probed(prims)
-            upd_stats = prepare_collection(prims, bounds, k, k_prev, rnd, update, shrink, regenerate, phases)
+            coverage_fraction = rounds[-1]["coverage"] / rounds[-1]["theta"] if rounds else None
+            upd_stats = prepare_collection(prims, bounds, k, k_prev, rnd, update, shrink, regenerate, phases,
+                                           coverage_fraction)
             seeds, coverage, trials, accepted = select_batch(prims, bounds, k, rnd, update, phases)
             if other is not None:
                 chosen = way_record(prims, phases, upd_stats, trials, coverage, seeds, arcs)

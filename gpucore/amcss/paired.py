@@ -57,13 +57,13 @@ def way_record(prims: Primitives, phases: Phases, stats: dict | None, trials: in
 
 
 def other_way(prims: Primitives, bounds: RoundBounds, k: float, k_prev: float, rnd: int, shrink: bool,
-              regenerate: bool, sync) -> dict:
+              regenerate: bool, sync, coverage_fraction: float | None) -> dict:
     """From a snapshot of the collection, run the round's collection steps the other way (``regenerate``:
     the way MERIT did not choose), and restore the snapshot. Returns the way's ``way_record``."""
     state = prims.snapshot()
     phases = Phases(PHASES, sync=sync)
     arcs = arcs_probed(prims)
-    stats = prepare_collection(prims, bounds, k, k_prev, rnd, True, shrink, regenerate, phases)
+    stats = prepare_collection(prims, bounds, k, k_prev, rnd, True, shrink, regenerate, phases, coverage_fraction)
     seeds, coverage, trials, _accepted = select_batch(prims, bounds, k, rnd, True, phases)
     out = way_record(prims, phases, stats, trials, coverage, seeds, arcs)
     prims.restore(state)
