@@ -165,7 +165,8 @@ def paired_cell(graph, model: str, eta: int, b: int, args, backend: str = "cuda"
     ``paired.summarize`` over the realizations' rounds and each round's two ways (``backend`` cpu:
     the same on the CPU, for the tests of this script)."""
     from gpucore.amcss import make_primitives, run_amcss
-    from gpucore.amcss.paired import predicted_reprobe_fraction, summarize
+    from gpucore.amcss.driver import reprobe_fraction
+    from gpucore.amcss.paired import summarize
 
     prims = make_primitives(graph, model, backend)
     res = run_amcss(graph, model=model, eta=eta, batch=b, eps=args.eps, realizations=args.realizations,
@@ -182,7 +183,7 @@ def paired_cell(graph, model: str, eta: int, b: int, args, backend: str = "cuda"
             ratios.append(g["seconds"] / u["seconds"] if u["seconds"] > 0 else float("nan"))
             detail.append({"realization": r["realization"], "round": rd["round"], "k": rd["k"],
                            "pollution_before": prev["pollution"] or 0.0, "chosen": pr["chosen"],
-                           "predicted": predicted_reprobe_fraction(prev["pollution"] or 0.0, prev["k"], rd["k"]),
+                           "predicted": reprobe_fraction(prev["pollution"] or 0.0, prev["k"], rd["k"]),
                            "measured": 1.0 - u["entries_clean"] / u["entries"] if u["entries"] else float("nan"),
                            "update": u, "regenerate": g})
     ratios.sort()

@@ -35,8 +35,6 @@ MODELS = ("IC", "LT")
 PHASES = ("generate", "update", "select", "diffuse", "discover")
 #: MERIT regenerates a round whose collection is at least this polluted (see run_realization)
 POLLUTION_LIMIT = 0.9
-#: MERIT keeps at most this multiple of the sets the acceptance test needs (prepare_collection)
-SIZE_MARGIN = 1.2
 
 
 def sample_seed_of(run_seed: int, realization: int) -> int:
@@ -74,31 +72,75 @@ def validate(graph: Graph, model: str, eta, batch, eps, realizations) -> None:
     check_costs(np.asarray(cost), f"{graph.path}: seed costs")
 
 
-def sets_to_keep(bounds: RoundBounds, theta: int, k: float, k_prev: float, coverage_fraction: float | None) -> int:
+def coverage_forecast(coverage_fraction: float | None, k_prev: float, k: float) -> float | None:
+    """The coverage fraction of this round's batch, forecast from the last round's: a set is covered
+    when one of its roots is reached from the batch, each root about independently, so a fraction c
+    at k_{i-1} roots per set becomes 1 - (1 - c)^(k_i / k_{i-1}) at k_i (docs/amcss.md, "What an
+    Update can save"). None without a last round."""
+    if not coverage_fraction or k_prev <= 0:
+        return None
+    return 1.0 - (1.0 - min(coverage_fraction, 1.0)) ** (k / k_prev)
+
+
+def regeneration_theta(bounds: RoundBounds, coverage_fraction: float | None) -> int | None:
+    """The number of sets a regeneration of this round would accept its batch at, for a batch that
+    covers ``coverage_fraction`` of the sets (``coverage_forecast``): the first set count of its
+    schedule theta_0, 2 theta_0, ... (capped at theta_max) that reaches the acceptance test's
+    ``min_coverage``. None without a coverage fraction."""
+    if not coverage_fraction:
+        return None
+    need = bounds.min_coverage / coverage_fraction
+    theta = bounds.theta_0_int
+    while theta < need and theta < bounds.theta_max_int:
+        theta = min(2 * theta, bounds.theta_max_int)
+    return theta
+
+
+def sets_to_keep(bounds: RoundBounds, theta: int, k: float, k_prev: float, target: int | None) -> int:
     """How many of its ``theta`` sets MERIT keeps for round i (docs/amcss.md, "What an Update can
-    save"): at most ceil(theta k_{i-1} / k_i) (sets grow about linearly with their roots, so the
-    collection keeps about its size in entries) and at most SIZE_MARGIN times the sets the
-    acceptance test needs, min_coverage / the coverage fraction of the last round's batch
-    (``coverage_fraction``); never below theta_0 (nor above theta). Which sets go does not depend
-    on their content (the newest ids), so the rest is still a collection of independent samples."""
-    keep = theta
-    if k > k_prev:
-        keep = min(keep, int(math.ceil(theta * k_prev / k)))
-    if coverage_fraction:
-        keep = min(keep, int(math.ceil(SIZE_MARGIN * bounds.min_coverage / coverage_fraction)))
+    save"): the ``target`` (``regeneration_theta``: MERIT then selects from as many sets as a
+    regeneration would), or without one ceil(theta k_{i-1} / k_i) (sets grow about linearly with
+    their roots: the collection keeps about its size in entries). Never below theta_0 nor above
+    theta. Which sets go does not depend on their content (the newest ids), so the rest is still a
+    collection of independent samples."""
+    if target is not None:
+        keep = target
+    elif k > k_prev:
+        keep = int(math.ceil(theta * k_prev / k))
+    else:
+        keep = theta
     return min(theta, max(bounds.theta_0_int, keep))
 
 
+def reprobe_fraction(pollution: float, k_prev: float, k: float) -> float:
+    """The share of a regeneration's probing that an Update of the same sets still does
+    (docs/amcss.md, "What an Update can save"): a polluted set (fraction ``pollution`` of the
+    collection) is rebuilt in full, a clean one keeps its entries and probes only what its new roots
+    add, about a share 1 - k_{i-1}/k_i of its new size (sets grow about linearly with their roots)."""
+    r = min(1.0, k_prev / k) if k > 0 else 1.0
+    return pollution + (1.0 - pollution) * (1.0 - r)
+
+
+def update_target(bounds: RoundBounds, update: bool, shrink: bool, regenerate: bool,
+                  coverage_fraction: float | None, k_prev: float, k: float) -> int | None:
+    """The set count MERIT's Update of this round aims at: what a regeneration would accept at
+    (``regeneration_theta`` of the ``coverage_forecast`` from the last round's batch), or None: the
+    regenerating baselines and MERIT's regenerated rounds follow the regeneration's own schedule
+    from theta_0, and ``shrink=False`` (``--keep-all``) keeps every set (the paper's Algorithm 1)."""
+    if not (update and shrink) or regenerate:
+        return None
+    return regeneration_theta(bounds, coverage_forecast(coverage_fraction, k_prev, k))
+
+
 def prepare_collection(prims: Primitives, bounds: RoundBounds, k: float, k_prev: float, rnd: int, update: bool,
-                       shrink: bool, regenerate: bool, phases: Phases,
-                       coverage_fraction: float | None = None) -> dict | None:
+                       shrink: bool, regenerate: bool, phases: Phases, target: int | None = None) -> dict | None:
     """Step 1 of a round: bring the collection to round ``rnd`` before any set is drawn.
 
-    PASTI/ASTI (``update=False``) drop every set. MERIT drops them too when ``regenerate`` (the last
-    round's Update would have probed almost as much as a regeneration: ``run_realization``);
-    otherwise, when sets exist, it keeps ``sets_to_keep`` of them (``shrink``; the newest go) and
-    Updates every kept set to k_i = ``k`` (Lemmas 3.4 and 3.6), timed as phase "update". Returns
-    Update's statistics (None when nothing was updated)."""
+    PASTI/ASTI (``update=False``) drop every set. MERIT drops them too when ``regenerate`` (the
+    Update would probe almost as much as a regeneration: ``run_realization``); otherwise, when sets
+    exist, it keeps ``sets_to_keep`` of them (``shrink``; the newest go; ``target``: the sets a
+    regeneration would accept at) and Updates every kept set to k_i = ``k`` (Lemmas 3.4 and 3.6),
+    timed as phase "update". Returns Update's statistics (None when nothing was updated)."""
     if not update or regenerate:
         prims.clear()
     if not (update and prims.theta > 0):
@@ -106,7 +148,7 @@ def prepare_collection(prims: Primitives, bounds: RoundBounds, k: float, k_prev:
     with phases.phase("update"):
         trimmed = 0
         if shrink:
-            keep = sets_to_keep(bounds, prims.theta, k, k_prev, coverage_fraction)
+            keep = sets_to_keep(bounds, prims.theta, k, k_prev, target)
             if keep < prims.theta:
                 trimmed = prims.theta - keep
                 prims.trim(keep)
@@ -117,15 +159,15 @@ def prepare_collection(prims: Primitives, bounds: RoundBounds, k: float, k_prev:
 
 
 def select_batch(prims: Primitives, bounds: RoundBounds, k: float, rnd: int, update: bool,
-                 phases: Phases) -> tuple[np.ndarray, int, int, bool]:
+                 phases: Phases, start: int | None = None) -> tuple[np.ndarray, int, int, bool]:
     """Step 2 of a round: draw sets until the greedy batch passes the acceptance test.
 
-    Starting from theta = max(sets kept, theta_0), generate fresh sets up to theta (phase
+    Starting from theta = max(sets kept, theta_0, ``start``), generate fresh sets up to theta (phase
     "generate"), select a batch of b seeds (phase "select") and test its coverage
     (``RoundBounds.accept``); on failure double theta, up to theta_max, where the batch is accepted
     anyway (MERIT Algorithm 1, lines 5-12). Returns (seeds, coverage, trials, accepted by the test).
     """
-    theta = max(prims.theta, bounds.theta_0_int)
+    theta = max(prims.theta, bounds.theta_0_int, start or 0)
     trials = 0
     while True:
         if theta > prims.theta:
@@ -234,16 +276,18 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
             n_i = prims.n_residual
             bounds = round_bounds(n_i, batch, eps)
             k = n_i / eta_i
-            regenerate = bool(update and pollution is not None and pollution >= pollution_limit)
+            regenerate = bool(update and pollution is not None
+                              and reprobe_fraction(pollution, k_prev, k) >= pollution_limit)
+            coverage_fraction = rounds[-1]["coverage"] / rounds[-1]["theta"] if rounds else None
             other = None
             if paired and update and prims.theta > 0:
-                other = other_way(prims, bounds, k, k_prev, rnd, shrink, not regenerate, sync,
-                                  rounds[-1]["coverage"] / rounds[-1]["theta"])
+                other = other_way(prims, bounds, k, k_prev, rnd, not regenerate, sync,
+                                  update_target(bounds, True, shrink, not regenerate, coverage_fraction, k_prev, k),
+                                  shrink)
                 arcs = arcs_probed(prims)
-            coverage_fraction = rounds[-1]["coverage"] / rounds[-1]["theta"] if rounds else None
-            upd_stats = prepare_collection(prims, bounds, k, k_prev, rnd, update, shrink, regenerate, phases,
-                                           coverage_fraction)
-            seeds, coverage, trials, accepted = select_batch(prims, bounds, k, rnd, update, phases)
+            target = update_target(bounds, update, shrink, regenerate, coverage_fraction, k_prev, k)
+            upd_stats = prepare_collection(prims, bounds, k, k_prev, rnd, update, shrink, regenerate, phases, target)
+            seeds, coverage, trials, accepted = select_batch(prims, bounds, k, rnd, update, phases, target)
             if other is not None:
                 chosen = way_record(prims, phases, upd_stats, trials, coverage, seeds, arcs)
             newly, polluted = observe_batch(prims, seeds, update, eta_i, phases)

@@ -25,10 +25,11 @@ entries when the batch was accepted, ``entries_clean`` those an Update copied in
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from gpucore.amcss.bounds import RoundBounds
-from gpucore.amcss.driver import PHASES, prepare_collection, select_batch
+from gpucore.amcss.driver import PHASES, prepare_collection, reprobe_fraction, select_batch
 from gpucore.amcss.primitives import Primitives
 from gpucore.timing import Phases
 
@@ -56,15 +57,16 @@ def way_record(prims: Primitives, phases: Phases, stats: dict | None, trials: in
             "arcs": None if arcs is None or arcs_before is None else arcs - arcs_before}
 
 
-def other_way(prims: Primitives, bounds: RoundBounds, k: float, k_prev: float, rnd: int, shrink: bool,
-              regenerate: bool, sync, coverage_fraction: float | None) -> dict:
+def other_way(prims: Primitives, bounds: RoundBounds, k: float, k_prev: float, rnd: int, regenerate: bool, sync,
+              target: int | None, shrink: bool) -> dict:
     """From a snapshot of the collection, run the round's collection steps the other way (``regenerate``:
-    the way MERIT did not choose), and restore the snapshot. Returns the way's ``way_record``."""
+    the way MERIT did not choose; ``target``: its set count, ``driver.update_target``), and restore
+    the snapshot. Returns the way's ``way_record``."""
     state = prims.snapshot()
     phases = Phases(PHASES, sync=sync)
     arcs = arcs_probed(prims)
-    stats = prepare_collection(prims, bounds, k, k_prev, rnd, True, shrink, regenerate, phases, coverage_fraction)
-    seeds, coverage, trials, _accepted = select_batch(prims, bounds, k, rnd, True, phases)
+    stats = prepare_collection(prims, bounds, k, k_prev, rnd, True, shrink, regenerate, phases, target)
+    seeds, coverage, trials, _accepted = select_batch(prims, bounds, k, rnd, True, phases, target)
     out = way_record(prims, phases, stats, trials, coverage, seeds, arcs)
     prims.restore(state)
     return out
@@ -78,13 +80,27 @@ def paired_record(chosen: dict, other: dict, regenerated: bool, discover_before:
     return {"chosen": "regenerate" if regenerated else "update", "update": update, "regenerate": regen}
 
 
-def predicted_reprobe_fraction(pollution: float, k_prev: float, k: float) -> float:
-    """The physics of docs/amcss.md ("What an Update can save"): the share of a regeneration's
-    probing that an Update of the same sets still does. A polluted set (fraction ``pollution``) is
-    rebuilt in full; a clean one keeps its entries and probes only what its new roots add, about a
-    share 1 - k_{i-1}/k_i of its new size (sets grow about linearly with their roots)."""
-    r = min(1.0, k_prev / k) if k > 0 else 1.0
-    return pollution + (1.0 - pollution) * (1.0 - r)
+def pollution_model(entries_per_set: float, activated: int, n_residual: int) -> float:
+    """The fraction of sets that ``activated`` newly active users pollute (docs/amcss.md, "What an
+    Update can save"): if they were typical members, a set of e entries out of n residual users
+    would miss all of them with probability about (1 - activated / n)^e ~ exp(-e activated / n).
+    A set holds about k times the entries of a one-root set, so pollution grows with the roots per
+    set: 1 - exp(-e1 activated / eta_i) for e1 entries per root (k = n / eta_i)."""
+    return 1.0 - math.exp(-entries_per_set * activated / n_residual) if n_residual > 0 else 1.0
+
+
+def pollution_check(rounds: list[dict]) -> list[tuple[float, float]]:
+    """(recorded, modelled) pollution of each round that a next round updated: the recorded
+    ``pollution`` against ``pollution_model`` with the round's mean set size (the next Update's
+    ``entries_before / sets``: the sets as the round left them), its ``newly_active`` and
+    ``n_residual``."""
+    out = []
+    for rd, nxt in zip(rounds, rounds[1:]):
+        upd = nxt.get("update")
+        if upd and upd["sets"] and rd.get("pollution") is not None:
+            out.append((rd["pollution"], pollution_model(upd["entries_before"] / upd["sets"], rd["newly_active"],
+                                                         rd["n_residual"])))
+    return out
 
 
 def summarize(rounds: list[dict]) -> dict:
@@ -92,7 +108,7 @@ def summarize(rounds: list[dict]) -> dict:
     of each way summed over the paired rounds, MERIT's choice and the faster way per round, the
     per-round ratio regeneration / Update (median, min, max), and per round the share of the
     updated collection's entries that were probed (measured: 1 - entries copied / entries;
-    predicted: ``predicted_reprobe_fraction`` from the pollution the last round left) and the size
+    predicted: ``driver.reprobe_fraction`` from the pollution the last round left) and the size
     of the updated collection against the regenerated one (entries): their product is the
     Update's probing against the regeneration's."""
     paired = [(prev, rd) for prev, rd in zip(rounds, rounds[1:]) if "paired" in rd]
@@ -107,7 +123,7 @@ def summarize(rounds: list[dict]) -> dict:
         upd, regen = rd["paired"]["update"], rd["paired"]["regenerate"]
         if upd["entries"] > 0 and regen["entries"] > 0 and prev.get("pollution") is not None:
             measured.append(1.0 - upd["entries_clean"] / upd["entries"])
-            predicted.append(predicted_reprobe_fraction(prev["pollution"], prev["k"], rd["k"]))
+            predicted.append(reprobe_fraction(prev["pollution"], prev["k"], rd["k"]))
             size.append(upd["entries"] / regen["entries"])
     return {
         "rounds": len(paired),
