@@ -19,7 +19,11 @@ Typical use (this machine, then the 16-core GPU host, whose commands are limited
 Graphs: the six small SNAP files of the reference mirror (``--data``: a folder holding the files
 ``config/reference-gpu.yaml`` lists) and a generated graph
 (``--big-nodes``/``--big-edges``, preferential attachment, 1M nodes by default). Weighted cascade
-p = 1/indeg, c(u) = 0.01 + 0.01 outdeg, eps = 0.5 (the paper's setting).
+p = 1/indeg, eps = 0.5 (the paper's setting); ``--costs degree,unit``: the paper's degree costs
+c(u) = 0.01 + 0.01 outdeg and/or unit costs c(u) = 1 (where MERIT can lose: cheap hubs pollute many
+sets), one graph file per scheme. ``--paired``: MERIT's cells measure every round both ways
+(Update and regeneration on the same collection state, ``gpucore amcss --paired``) and the table
+gains the per-round comparison.
 """
 
 from __future__ import annotations
@@ -55,50 +59,62 @@ def gpucore(args, timeout=None, env=None):
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
+#: --costs: cost scheme name -> gpucore preprocess / generate --cost
+COSTS = {"degree": "degree", "unit": "const:1"}
+
+
 def prepare_graphs(opts, out: Path) -> list[dict]:
     gdir = Path(opts.cache)
     gdir.mkdir(parents=True, exist_ok=True)
     graphs = []
     wanted = set(opts.graphs.split(",")) if opts.graphs else None
-    for fname, name, undirected, eta in SNAP:
+    costs = [c.strip() for c in opts.costs.split(",") if c.strip()]
+    for c in costs:
+        if c not in COSTS:
+            raise SystemExit(f"bench_amcss: --costs {c!r}: choose from {', '.join(COSTS)}")
+    for (fname, name, undirected, eta), cost in [(g, c) for g in SNAP for c in costs]:
         if wanted and name not in wanted:
             continue
         src = Path(opts.data) / fname
         if not src.is_file():
             print(f"skip {name}: {src} not found", file=sys.stderr)
             continue
-        dst = gdir / f"{name}.gcsr"
+        dst = gdir / (f"{name}.gcsr" if cost == "degree" else f"{name}-{cost}.gcsr")
         if not dst.is_file():
-            args = ["preprocess", src, "-o", dst, "--undirected" if undirected else "--directed"]
+            args = ["preprocess", src, "-o", dst, "--undirected" if undirected else "--directed", "--cost", COSTS[cost]]
             proc = gpucore(args)
             if proc.returncode:
                 raise SystemExit(f"preprocess {name} failed: {proc.stderr}")
-        graphs.append({"name": name, "path": dst, "eta": eta, "batch": opts.batch})
+        graphs.append({"name": name, "costs": cost, "path": dst, "eta": eta, "batch": opts.batch})
     if opts.big_nodes > 0 and (not wanted or "pa-1M" in wanted or "generated" in wanted):
         name = f"pa-{opts.big_nodes // 1_000_000}M" if opts.big_nodes >= 1_000_000 else f"pa-{opts.big_nodes}"
-        dst = gdir / f"{name}.gcsr"
-        if not dst.is_file():
-            proc = gpucore(["generate", "pa", "--nodes", opts.big_nodes, "--edges", opts.big_edges, "--seed", 1,
-                            "-o", dst])
-            if proc.returncode:
-                raise SystemExit(f"generate {name} failed: {proc.stderr}")
-        graphs.append({"name": name, "path": dst, "eta": opts.big_eta, "batch": opts.big_batch})
+        for cost in costs:
+            dst = gdir / (f"{name}.gcsr" if cost == "degree" else f"{name}-{cost}.gcsr")
+            if not dst.is_file():
+                proc = gpucore(["generate", "pa", "--nodes", opts.big_nodes, "--edges", opts.big_edges, "--seed", 1,
+                                "--cost", COSTS[cost], "-o", dst])
+                if proc.returncode:
+                    raise SystemExit(f"generate {name} failed: {proc.stderr}")
+            graphs.append({"name": name, "costs": cost, "path": dst, "eta": opts.big_eta, "batch": opts.big_batch})
     return graphs
 
 
 def run_cell(opts, graph: dict, model: str, algorithm: str, out: Path, timeout: float) -> dict:
     cells = out / "cells"
     cells.mkdir(parents=True, exist_ok=True)
-    cell = cells / f"{graph['name']}-{model}-{algorithm}.json"
+    cell = cells / f"{graph['name']}-{graph['costs']}-{model}-{algorithm}.json"
     eta = opts.eta or graph["eta"]
     batch = graph["batch"] if model == "IC" else opts.lt_batch
     args = ["amcss", "--graph", graph["path"], "--model", model, "--eta", eta, "--batch", batch, "--eps", opts.eps,
             "--realizations", opts.realizations, "--seed", opts.seed, "--backend", opts.backend, "-o", cell]
     if algorithm != "MERIT":
         args.append("--no-update")
+    elif opts.paired:
+        args.append("--paired")
     if opts.threads:
         args += ["--threads", opts.threads]
-    row = {"graph": graph["name"], "model": model, "algorithm": algorithm, "eta": eta, "batch": batch}
+    row = {"graph": graph["name"], "costs": graph["costs"], "model": model, "algorithm": algorithm, "eta": eta,
+           "batch": batch}
     if cell.is_file() and not opts.force:
         result = json.loads(cell.read_text())
     else:
@@ -125,33 +141,13 @@ def run_cell(opts, graph: dict, model: str, algorithm: str, out: Path, timeout: 
         trials_per_round=[rd["trials"] for rd in first],
         cost_per_round=[round(rd["cost"], 4) for rd in first],
     )
+    if result.get("paired"):
+        from gpucore.amcss.paired import summarize
+
+        totals = [summarize(r["rounds"]) for r in result["realizations"]]
+        row["paired"] = {key: sum(t.get(key, 0) for t in totals) for key in (
+            "rounds", "updated", "regenerated", "update_seconds", "regenerate_seconds", "update_faster")}
     return row
-
-
-WARM_UP = """
-import sys
-import gpucore.amcss.cpu as cpu
-from gpucore.amcss import run_amcss
-from gpucore.graph import load_graph
-graph = load_graph(sys.argv[1])
-for min_work in (0, 1 << 62):  # every kernel in its parallel and its serial form
-    cpu.PARALLEL_MIN_WORK = min_work
-    for model in ("IC", "LT"):
-        for update in (True, False):
-            run_amcss(graph, model=model, eta=20, batch=4, eps=0.5, realizations=1, seed=0, update=update,
-                      backend="cpu", threads=int(sys.argv[2]))
-"""
-
-
-def warm_up(opts, graphs: list[dict]) -> None:
-    """Compile every CPU kernel once (Numba caches them on disk) so that no timed cell pays for it."""
-    if opts.backend != "cpu" or not graphs:
-        return
-    threads = opts.threads or os.cpu_count()
-    proc = subprocess.run([sys.executable, "-c", WARM_UP, str(graphs[0]["path"]), str(threads)],
-                          capture_output=True, text=True, env={**os.environ, "GPUCORE_PROGRESS": "0"})
-    if proc.returncode:
-        raise SystemExit(f"warm-up failed: {proc.stderr.strip().splitlines()[-1:]}")
 
 
 def machine() -> dict:
@@ -172,19 +168,24 @@ def write_markdown(path: Path, facts: dict, rows: list[dict], opts) -> None:
         f"- date: {facts['date']}; commit: `{facts['commit']}`",
         f"- machine: {facts['cpu']}, {facts['cores']} cores, {facts['memory_gib']} GiB; threads used: "
         f"{opts.threads or 'all'}; backend: {opts.backend}",
-        f"- setting: weighted cascade p = 1/indeg, c(u) = 0.01 + 0.01 outdeg, eps = {opts.eps}, "
+        f"- setting: weighted cascade p = 1/indeg, costs degree c(u) = 0.01 + 0.01 outdeg or unit c(u) = 1, "
+        f"eps = {opts.eps}, "
         f"{opts.realizations} realization(s), seed {opts.seed}; IC batch per graph, LT batch {opts.lt_batch}",
-        "- seconds: total over the realizations (in-process, excluding start-up); cost: mean raw total cost",
+        "- seconds: total over the realizations (in-process, excluding start-up and the warm-up); cost: mean raw total cost",
         "  (normalised = / max cost); theta: collection size per round of realization 0",
         "",
-        "| graph | n | m | model | eta | b | MERIT s | PASTI s | speedup | MERIT cost | PASTI cost | rounds M/P "
-        "| MERIT update / generate s | theta per round (MERIT) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "- paired (`--paired`): MERIT's rounds after the first measured both ways on the same collection state: "
+        "rounds updated / regenerated by MERIT's rule, Update s / regeneration s summed over them, rounds Update "
+        "was faster (MERIT s then includes the way not taken)",
+        "",
+        "| graph | costs | n | m | model | eta | b | MERIT s | PASTI s | speedup | MERIT cost | PASTI cost | rounds M/P "
+        "| MERIT update / generate s | paired: upd / regen rounds, Update s / regen s, Update faster | theta per round (MERIT) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    by = {(r["graph"], r["model"], r["algorithm"]): r for r in rows}
+    by = {(r["graph"], r.get("costs", "degree"), r["model"], r["algorithm"]): r for r in rows}
     seen = []
     for r in rows:
-        key = (r["graph"], r["model"])
+        key = (r["graph"], r.get("costs", "degree"), r["model"])
         if key in seen:
             continue
         seen.append(key)
@@ -201,12 +202,15 @@ def write_markdown(path: Path, facts: dict, rows: list[dict], opts) -> None:
             value = m.get(name, p.get(name))
             return f"{value:,}" if isinstance(value, int) else "-"
 
+        pr = m.get("paired")
+        paired = (f"{pr['updated']} / {pr['regenerated']}, {pr['update_seconds']:.2f} / {pr['regenerate_seconds']:.2f}, "
+                  f"{pr['update_faster']} of {pr['rounds']}" if pr and pr["rounds"] else "-")
         lines.append(
-            f"| {key[0]} | {num('n')} | {num('m')} | {key[1]} "
+            f"| {key[0]} | {key[1]} | {num('n')} | {num('m')} | {key[2]} "
             f"| {m.get('eta', p.get('eta'))} | {m.get('batch', p.get('batch'))} | {sec(m)} | {sec(p)} | {speed} "
             f"| {m.get('mean_cost', float('nan')):.3f} | {p.get('mean_cost', float('nan')):.3f} "
             f"| {m.get('mean_rounds', '-')}/{p.get('mean_rounds', '-')} "
-            f"| {phases.get('update', 0):.2f} / {phases.get('generate', 0):.2f} | {theta_s} |"
+            f"| {phases.get('update', 0):.2f} / {phases.get('generate', 0):.2f} | {paired} | {theta_s} |"
         )
     lines += ["", "All cells reached eta on every realization: "
               + ("yes" if all(r.get("reached_all") for r in rows if r.get("status") == "ok") else "NO"), ""]
@@ -240,6 +244,9 @@ def main(argv=None) -> int:
     ap.add_argument("--big-batch", type=int, default=16, help="IC batch on the generated graph (paper: 16)")
     ap.add_argument("--cell-timeout", type=int, default=3600, help="seconds per cell")
     ap.add_argument("--force", action="store_true", help="rerun cells whose JSON exists")
+    ap.add_argument("--costs", default="degree,unit", help="seed cost schemes: degree and/or unit (default both)")
+    ap.add_argument("--paired", action="store_true",
+                    help="MERIT cells: measure every round both ways (Update and regeneration, same collection state)")
     opts = ap.parse_args(argv)
     if not (opts.out or opts.out_opt):
         ap.error("give an output folder")
@@ -253,14 +260,13 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     facts = machine()
     graphs = prepare_graphs(opts, out)
-    warm_up(opts, graphs)
     rows = []
     for graph in graphs:
         for model in opts.models.split(","):
             for algorithm in opts.algorithms.split(","):
                 left = opts.budget - (time.perf_counter() - t_start) if opts.budget > 0 else float("inf")
                 if left < 5:
-                    row = {"graph": graph["name"], "model": model, "algorithm": algorithm,
+                    row = {"graph": graph["name"], "costs": graph["costs"], "model": model, "algorithm": algorithm,
                            "eta": opts.eta or graph["eta"], "batch": graph["batch"] if model == "IC" else opts.lt_batch,
                            "status": "skipped (time budget)"}
                 else:

@@ -53,7 +53,8 @@ def build_graph(name: str, spec: dict, shared: Path | None, cache: Path, log=pri
     """``cache/name.gcsr``, built once: from ``spec["file"]`` under ``shared`` (``spec["undirected"]``,
     default directed), or a generated graph of ``spec["nodes"]`` nodes and ``spec["edges"]`` arcs:
     ``spec["generator"]`` pa (default) or rmat (what ``gpucore generate KIND --nodes N --edges M --seed 1``
-    + ``gpucore preprocess`` do); edge probabilities ``spec["weights"]`` (a ``--weights`` scheme, default wc)."""
+    + ``gpucore preprocess`` do); edge probabilities ``spec["weights"]`` (a ``--weights`` scheme, default wc);
+    seed costs ``spec["cost"]`` (a ``gpucore preprocess --cost`` scheme, default degree)."""
     from gpucore.graph import preprocess
 
     cache.mkdir(parents=True, exist_ok=True)
@@ -63,10 +64,11 @@ def build_graph(name: str, spec: dict, shared: Path | None, cache: Path, log=pri
     t = time.perf_counter()
     undirected = bool(spec.get("undirected", False))
     weights = str(spec.get("weights", "wc"))
+    cost = spec.get("cost", "degree")
     if "file" in spec:
         if shared is None or not (shared / spec["file"]).is_file():
             raise FileNotFoundError(f"{spec['file']} not found under --data {shared}")
-        preprocess(shared / spec["file"], out, undirected=undirected, weights=weights, show_progress=False)
+        preprocess(shared / spec["file"], out, undirected=undirected, weights=weights, cost=cost, show_progress=False)
     else:
         from gpucore.graph.generators import generate, write_edge_list
 
@@ -76,7 +78,7 @@ def build_graph(name: str, spec: dict, shared: Path | None, cache: Path, log=pri
         write_edge_list(text, src, dst, f"gpucore generate {kind} --nodes {spec['nodes']} --edges {spec['edges']} --seed 1")
         del src, dst
         try:
-            preprocess(text, out, undirected=undirected, weights=weights, seed=1, show_progress=False)
+            preprocess(text, out, undirected=undirected, weights=weights, cost=cost, seed=1, show_progress=False)
         finally:
             text.unlink(missing_ok=True)
     log(f"built {name} in {time.perf_counter() - t:.1f}s -> {out}")

@@ -1,36 +1,62 @@
-"""The acceptance-test constants (spec: Algorithm 1 with the printed typos fixed), pinned.
-
-Reference values are recomputed here independently (exact binomials with math.comb, the formula
-written out step by step) and also pinned as literals for n_i = 10,000, b = 4, eps = 0.5."""
+"""The acceptance-test constants (spec: Algorithm 1 with the printed typos fixed), pinned from
+values worked by hand, and the coverage bounds of Lemma 8.1 checked against exact binomial tails."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from scipy.stats import binom
 
-from gpucore.amcss.bounds import coverage_lower, coverage_upper, log_binomial, rho, round_bounds, theta_schedule
-
-
-def by_hand(n, b, eps):
-    delta = 1.0 / n
-    eps_hat = (eps - delta) * (1 - delta)
-    rho_b = 1 - (1 - 1 / b) ** b
-    lnc = math.log(math.comb(n, b))
-    l6 = math.log(6 / delta)
-    theta_max = 2 * n * (math.sqrt(l6) + math.sqrt((lnc + l6) / rho_b)) ** 2 / (eps_hat**2 * b)
-    theta_0 = theta_max * eps_hat**2 * b / n
-    H = math.ceil(math.log2(theta_max / theta_0)) + 1
-    a2 = math.log(3 * H / delta)
-    return dict(delta=delta, eps_hat=eps_hat, rho_b=rho_b, log_binom=lnc, theta_max=theta_max,
-                theta_0=theta_0, H=H, a1=a2 + lnc, a2=a2)
+from gpucore.amcss.bounds import coverage_lower, coverage_upper, log_binomial, rho, round_bounds
 
 
-@pytest.mark.parametrize("n,b,eps", [(10_000, 4, 0.5), (317_080, 4, 0.5), (1_000, 1, 0.5), (50, 16, 0.2), (7, 2, 0.9)])
-def test_constants_match_the_formula(n, b, eps):
-    got = round_bounds(n, b, eps).as_dict()
-    for key, want in by_hand(n, b, eps).items():
-        assert got[key] == pytest.approx(want, rel=1e-12), key
+def test_hand_worked_cases():
+    """Two cases worked step by step (not by the module's code):
+
+    n = 100, b = 1, eps = 0.5: delta = 0.01, eps_hat = 0.49 * 0.99 = 0.4851, rho_1 = 1,
+    ln C(100, 1) = ln 100 = 4.605170, ln(6 / delta) = ln 600 = 6.396930;
+    sqrt(6.396930) + sqrt((4.605170 + 6.396930) / 1) = 2.529215 + 3.316941 = 5.846157, squared 34.17755;
+    theta_max = 2 * 100 * 34.17755 / 0.4851^2 = 6835.509 / 0.23532201 = 29047.47;
+    theta_0 = theta_max * 0.4851^2 * 1 / 100 = 2 * 34.17755 = 68.3551;
+    H = ceil(log2(100 / 0.23532201)) + 1 = ceil(8.7312) + 1 = 10;
+    a2 = ln(3 * 10 / 0.01) = ln 3000 = 8.006368, a1 = a2 + ln 100 = 12.611538.
+
+    n = 20, b = 2, eps = 0.3: delta = 0.05, eps_hat = 0.25 * 0.95 = 0.2375, rho_2 = 1 - 1/4 = 0.75,
+    ln C(20, 2) = ln 190 = 5.247024, ln(6 / 0.05) = ln 120 = 4.787492;
+    sqrt(4.787492) + sqrt((5.247024 + 4.787492) / 0.75) = 2.188034 + 3.657780 = 5.845814, squared 34.17354;
+    theta_max = 2 * 20 * 34.17354 / (0.2375^2 * 2) = 1366.941 / 0.11281250 = 12116.93;
+    theta_0 = 2 * 34.17354 = 68.3471; H = ceil(log2(20 / 0.1128125)) + 1 = ceil(7.4700) + 1 = 9;
+    a2 = ln(3 * 9 / 0.05) = ln 540 = 6.291569, a1 = a2 + ln 190 = 11.538593.
+    """
+    for (n, b, eps), want in {
+        (100, 1, 0.5): dict(delta=0.01, eps_hat=0.4851, rho_b=1.0, log_binom=4.605170, theta_max=29047.47,
+                            theta_0=68.3551, a1=12.611538, a2=8.006368),
+        (20, 2, 0.3): dict(delta=0.05, eps_hat=0.2375, rho_b=0.75, log_binom=5.247024, theta_max=12116.93,
+                           theta_0=68.3471, a1=11.538593, a2=6.291569),
+    }.items():
+        got = round_bounds(n, b, eps)
+        for key, value in want.items():
+            assert getattr(got, key) == pytest.approx(value, rel=2e-6), (n, key)
+        assert got.H == (10 if n == 100 else 9)
+
+
+@pytest.mark.parametrize("theta,mu,a", [(1000, 0.05, 3.0), (200, 0.3, 2.0), (5000, 0.01, 5.0), (50, 0.5, 1.0),
+                                        (20000, 0.002, 4.0)])
+def test_coverage_bounds_hold_on_exact_binomial_tails(theta, mu, a):
+    """Lemma 8.1: for a coverage Lambda ~ Binomial(theta, mu) (theta independent sets, each covered
+    with probability mu), Lambda_l(Lambda) > theta mu and Lambda_u(Lambda) < theta mu (rho = 1) each
+    happen with probability at most e^-a. Exact tail sums, no sampling; a bound written wrongly
+    (a term dropped, a sign flipped) exceeds e^-a here."""
+    cov = np.arange(theta + 1)
+    pmf = binom.pmf(cov, theta, mu)
+    lower = np.array([coverage_lower(x, a) for x in cov])
+    upper = np.array([coverage_upper(x, 1.0, a) for x in cov])
+    assert pmf[lower > theta * mu].sum() <= math.exp(-a)
+    assert pmf[upper < theta * mu].sum() <= math.exp(-a)
+    # and they are bounds of the right side: at the mean they straddle it
+    assert lower[int(theta * mu)] < theta * mu < upper[int(theta * mu)]
 
 
 def test_pinned_reference_case():
@@ -48,8 +74,6 @@ def test_pinned_reference_case():
     for lam, lo, up in [(100, 29.609292853264183, 222.37288035069236), (500, 312.83523848984976, 883.0509781474562)]:
         assert B.lower(lam) == pytest.approx(lo, rel=1e-12)
         assert B.upper(lam) == pytest.approx(up, rel=1e-12)
-        assert B.lower(lam) == pytest.approx((math.sqrt(lam + 2 * B.a1 / 9) - math.sqrt(B.a1 / 2)) ** 2 - B.a1 / 18)
-        assert B.upper(lam) == pytest.approx((math.sqrt(lam / B.rho_b + B.a2 / 2) + math.sqrt(B.a2 / 2)) ** 2)
     assert not B.accept(100) and B.accept(500)
 
 
@@ -85,15 +109,6 @@ def test_small_residual_and_batch_clamps():
     B = round_bounds(3, 4, 0.5)  # b clamps to n_i; delta clamps to eps/2 so that eps_hat > 0
     assert B.b == 3 and B.delta == 0.25 and B.eps_hat > 0 and B.log_binom == 0.0
     assert round_bounds(1, 1, 0.5).theta_max > 0
-
-
-def test_theta_schedule_doubles_up_to_theta_max():
-    B = round_bounds(1_000, 2, 0.5)
-    sched = theta_schedule(B)
-    assert sched[0] == B.theta_0_int and sched[-1] == B.theta_max_int
-    assert all(b == 2 * a for a, b in zip(sched[:-2], sched[1:-1]))
-    assert len(sched) <= B.H + 1
-    assert theta_schedule(B, start=10 * B.theta_max_int) == [10 * B.theta_max_int]
 
 
 @pytest.mark.parametrize("bad", [dict(n_i=0, batch=1, eps=0.5), dict(n_i=10, batch=1, eps=0.0), dict(n_i=10, batch=1, eps=1.0)])

@@ -61,7 +61,8 @@ def scenario(prims, graph, model, eta, rounds=4, seed=11, theta=120, b=3, exact=
                 out.append(("trim", snapshot(prims)))
                 before = prims.collection_sets()
             stats = prims.update(k, rnd)
-            out.append(("update", {key: stats[key] for key in ("sets", "polluted", "clean")}, snapshot(prims)))
+            keys = ("sets", "polluted", "clean", "entries_before", "entries_clean", "entries_after")
+            out.append(("update", {key: stats[key] for key in keys}, snapshot(prims)))
             if exact:
                 check_sets(prims, graph, model, ss, rnd, k, before=before)
                 check_counts(prims)

@@ -227,15 +227,19 @@ def test_update_trims_to_fit_the_memory_budget(ic_graph):
     check_counts(prims)
 
 
-def test_parallel_and_serial_kernel_twins_agree_on_flag_counts():
+def test_parallel_and_serial_kernel_twins_agree_on_flag_stats():
     """Both forms of a reduction kernel compile and count alike (the parallel form is only taken
     above PARALLEL_MIN_WORK sets, so the small runs above never compile it; under Python 3.12 a
-    scalar prange reduction here once failed to compile)."""
+    scalar prange reduction here once failed to compile): flagged sets and the clean sets' entries."""
     from gpucore.amcss import kernels_cpu as K
 
     rng = np.random.default_rng(4)
     S, L = 37, 11
-    count = rng.integers(0, L + 1, S).astype(np.int64)
-    flag = rng.integers(0, 2, S * L).astype(np.int8)
-    want = sum(int(flag[s * L:s * L + count[s]].sum()) for s in range(S))
-    assert K.count_flags(S, L, flag, count) == K.count_flags_serial(S, L, flag, count) == want
+    count = rng.integers(0, L, S).astype(np.int64)
+    flag = rng.integers(0, 2, S * L).astype(np.uint8)
+    offset = np.cumsum(rng.integers(0, 9, S * L)).astype(np.int64)
+    polluted = sum(int(flag[s * L:s * L + count[s]].sum()) for s in range(S))
+    clean = sum(int(offset[s * L + r + 1] - offset[s * L + r]) for s in range(S) for r in range(count[s])
+                if not flag[s * L + r])
+    assert K.flag_stats(S, L, offset, flag, count) == K.flag_stats_serial(S, L, offset, flag, count) == (polluted,
+                                                                                                          clean)

@@ -32,11 +32,9 @@ def check_with_oracle(graph, result):
             assert rd["cost"] == pytest.approx(float(np.asarray(graph.cost, dtype=np.float64)[rd["seed_ids"]].sum()))
             assert 1 <= len(rd["seed_ids"]) <= result["batch"]
         rep = replay(graph, rec["rounds"], result["model"], rec["world_seed"], result["eta"])
-        assert rep.passed, rep.first_mismatch
-        assert rep.total_active == rec["active"] >= result["eta"]
-        assert rec["reached"]
+        assert rep.passed, rep.first_mismatch  # the oracle's own count reaches eta
+        assert rep.total_active == rec["active"]
         assert rec["total_cost"] == pytest.approx(sum(rd["cost"] for rd in rec["rounds"]))
-    assert result["summary"]["reached_all"]
     json.dumps(result)  # JSON-serialisable as is
 
 
@@ -188,14 +186,17 @@ def test_shrink_policy_and_keep_all(sparse):
 
 @pytest.mark.parametrize("model", ["IC", "LT"])
 def test_pollution_limit_switches_rounds_to_regeneration(model, sparse):
-    """A round that starts with at least ``pollution_limit`` of its sets polluted regenerates: with
-    limit 0 every round does, which is exactly PASTI (same seeds, costs and theta); above 1 none
-    does; in between exactly the rounds after one that crossed it. All replay exactly."""
+    """A round whose Update would re-probe at least ``pollution_limit`` of what a regeneration probes
+    (``reprobe_fraction`` of the pollution the last round left and the growth of k) regenerates:
+    with limit 0 every round does, which is exactly PASTI (same seeds, costs and theta); above 1
+    none does; in between exactly those rounds. All replay exactly."""
+    from gpucore.amcss.driver import reprobe_fraction
+
     kw = dict(model=model, eta=200, batch=2, eps=0.5, seed=4)
     pasti = run_amcss(sparse, update=False, **kw)
     always = run_amcss(sparse, pollution_limit=0.0, **kw)
     never = run_amcss(sparse, pollution_limit=1.01, **kw)
-    middle = run_amcss(sparse, pollution_limit=0.015, **kw)
+    middle = run_amcss(sparse, pollution_limit=0.05, **kw)
 
     def fields(res):
         return [(rd["seed_ids"], rd["cost"], rd["theta"]) for rd in res["realizations"][0]["rounds"]]
@@ -208,7 +209,7 @@ def test_pollution_limit_switches_rounds_to_regeneration(model, sparse):
     assert any(switched) and not all(switched)
     for before, rd in zip(rounds, rounds[1:]):
         assert before["pollution"] == (before["coverage"] + before["polluted"]) / before["theta"]
-        assert rd.get("regenerated", False) == (before["pollution"] >= 0.015)
+        assert rd.get("regenerated", False) == (reprobe_fraction(before["pollution"], before["k"], rd["k"]) >= 0.05)
         assert ("update" in rd) != rd.get("regenerated", False)
     assert run_amcss(sparse, **kw)["pollution_limit"] == 0.9 and pasti["pollution_limit"] is None
     for res in (always, never, middle):

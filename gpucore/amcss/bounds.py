@@ -16,8 +16,8 @@ Pure functions of (n_i, b, eps) and the coverage Lambda; no arrays, no randomnes
 
 ``b`` is the batch size of the round, ``min(batch, n_i)`` (C(n_i, b) needs b <= n_i). Note that
 ``Lambda_l <= 0`` whenever ``Lambda <= 5 a1 / 18`` (the square root difference is negative there),
-so a small coverage is always rejected. The set counts actually generated are the integers
-``ceil(theta_0) * 2^t`` capped at ``ceil(theta_max)`` (see ``theta_schedule``).
+so a small coverage is always rejected. The set counts a regenerating round tries are the integers
+``ceil(theta_0) * 2^t`` capped at ``ceil(theta_max)`` (``gpucore.amcss.driver.select_batch``).
 """
 
 from __future__ import annotations
@@ -71,6 +71,22 @@ class RoundBounds:
         """Lambda_l > rho_b (1 - eps_hat) Lambda_u."""
         return self.lower(coverage) > self.rho_b * (1.0 - self.eps_hat) * self.upper(coverage)
 
+    @property
+    def min_coverage(self) -> int:
+        """The smallest integer coverage the test accepts (``accept`` is monotone in the coverage:
+        Lambda_l grows like Lambda and rho_b (1 - eps_hat) Lambda_u like (1 - eps_hat) Lambda)."""
+        hi = 1
+        while not self.accept(hi):
+            hi *= 2
+        lo = hi // 2  # rejected (or 0)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.accept(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
     def as_dict(self) -> dict:
         return asdict(self)
 
@@ -117,12 +133,3 @@ def round_bounds(n_i: int, batch: int, eps: float) -> RoundBounds:
         theta_max=theta_max, theta_0=theta_0, H=H, a1=a1, a2=a2,
     )
 
-
-def theta_schedule(bounds: RoundBounds, start: int | None = None) -> list[int]:
-    """The set counts tried in a round: start (default ceil(theta_0)), doubled, capped at theta_max."""
-    cap = bounds.theta_max_int
-    theta = max(bounds.theta_0_int, int(start or 0))
-    out = [min(theta, cap) if theta <= cap else theta]
-    while out[-1] < cap:
-        out.append(min(2 * out[-1], cap))
-    return out

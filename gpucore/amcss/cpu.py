@@ -81,8 +81,21 @@ class CpuPrimitives(CollectionSizing, Primitives):
         #: size the segments ahead of Generate/Update from the measured set sizes (tests turn it off
         #: to exercise the overflow -> grow -> resume path)
         self.preplan = True
+        #: below this much work a kernel runs in its serial form (``_k``)
+        self.parallel_min_work = PARALLEL_MIN_WORK
 
     # ---- realization -------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """The shared warm-up cycle (``CollectionSizing.warm_up``) once per kernel form: every
+        kernel parallel, then every kernel serial (a run picks the form by the size of the work)."""
+        forms = (0, 1 << 62) if self.T > 1 else (1 << 62,)
+        try:
+            for min_work in forms:
+                self.parallel_min_work = min_work
+                super().warm_up()
+        finally:
+            self.parallel_min_work = PARALLEL_MIN_WORK
+
     def start(self, world_seed: int, sample_seed: int) -> None:
         self.world_seed = np.uint64(world_seed)
         self.seed = np.uint64(sample_seed)
@@ -98,6 +111,7 @@ class CpuPrimitives(CollectionSizing, Primitives):
             self.coll = self._allocate(self.S, 2, 256, None)
         self._empty()
         self.coll.next_id = 0
+        self.k_last = 1.0
 
     # ---- layout management -------------------------------------------------------------------
     def _allocate(self, S: int, L: int, l: int, old: Collection | None) -> Collection:
@@ -138,16 +152,23 @@ class CpuPrimitives(CollectionSizing, Primitives):
         """The parallel kernel ``name``, or its serial twin for small work or one thread."""
         if numba.get_num_threads() != self.T:  # another caller changed it: keep thread ids < T
             numba.set_num_threads(self.T)
-        if self.T > 1 and work >= PARALLEL_MIN_WORK:
+        if self.T > 1 and work >= self.parallel_min_work:
             return getattr(K, name)
         return getattr(K, name + "_serial")
 
     def _fold(self, cnt) -> None:
         self._k("fold_delta", self.T * self.n)(cnt, self.delta)
 
-    def _count_flags(self) -> int:
+    def _flag_stats(self) -> tuple[int, int]:
         c = self.coll
-        return int(self._k("count_flags", c.theta)(c.S, c.L, c.flag, c.count))
+        polluted, clean = self._k("flag_stats", c.theta)(c.S, c.L, c.offset, c.flag, c.count)
+        return int(polluted), int(clean)
+
+    def _copy_out(self, arr, nbytes: int):
+        return arr.copy()
+
+    def _copy_in(self, arr):
+        return arr
 
     def _check(self) -> None:
         if self.errors[0]:
@@ -201,7 +222,7 @@ class CpuPrimitives(CollectionSizing, Primitives):
         c.entries = int(K.total_entries_serial(c.S, c.L, c.offset, c.count))
 
     def update(self, k: float, rnd: int, min_keep: int | None = None) -> dict:
-        growth, stats = self._begin_update(k, min_keep, self._count_flags)
+        growth, stats = self._begin_update(k, min_keep, self._flag_stats)
         c = self.coll
         if c.theta == 0:
             return stats

@@ -202,9 +202,10 @@ class CudaPrimitives(CollectionSizing, Primitives):
         budget.reserve_fixed(self.nbm * per_bitmap, f"{self.nbm} visited bitmaps of {format_bytes(per_bitmap)}")
         self.bitmaps = be.zeros((self.nbm * self.bm_words,), np.uint32, what="visited bitmaps")
         self.S = int(segments) if segments else self.nbm
-        budget.reserve_fixed(self.S * (4 + 8), "per-segment scratch")
+        budget.reserve_fixed(self.S * (4 + 8 + 8), "per-segment scratch")
         self.seg_polluted = be.zeros((self.S,), np.int32, what="per-segment polluted counts")
         self.seg_entries = be.zeros((self.S,), np.int64, what="per-segment entries")
+        self.seg_clean = be.zeros((self.S,), np.int64, what="per-segment clean entries")
         self.world_seed = np.uint64(0)
         self.seed = np.uint64(0)
         self.k_last = 1.0
@@ -265,6 +266,16 @@ class CudaPrimitives(CollectionSizing, Primitives):
 
     def _host(self, arr) -> np.ndarray:
         return self.backend.to_host(arr)
+
+    def _copy_out(self, arr, nbytes: int):
+        """A snapshot copy: on the device when it fits beside the collection with room to spare,
+        else on the host (``snapshot``)."""
+        if not self.backend.is_cuda or self.backend.free_memory() > 2 * nbytes + (512 << 20):
+            return arr.copy()
+        return self._host(arr).copy()
+
+    def _copy_in(self, arr):
+        return arr if isinstance(arr, self.xp.ndarray) else self.backend.asarray(arr, what="restored collection")
 
     def _check(self) -> None:
         errs = self._host(self.errors)
@@ -340,12 +351,16 @@ class CudaPrimitives(CollectionSizing, Primitives):
                                     old.flag, new.offset, new.nroots, new.set_id, new.flag, old.count))
 
     def _segment_stats(self):
-        """(polluted sets, entries) per segment, on the device."""
+        """(polluted sets, entries, entries of clean sets) per segment, on the device."""
         c = self.coll
         self._kern["amcss_segment_stats"]((self._grid(c.S, 1, self.sms * 32),), (32,),
                                           (np.int32(c.S), _i64(c.L), c.offset, c.flag, c.count, self.seg_polluted,
-                                           self.seg_entries))
-        return self.seg_polluted, self.seg_entries
+                                           self.seg_entries, self.seg_clean))
+        return self.seg_polluted, self.seg_entries, self.seg_clean
+
+    def _flag_stats(self) -> tuple[int, int]:
+        polluted, _entries, clean = self._segment_stats()
+        return int(polluted.sum()), int(clean.sum())
 
     def _total_entries(self) -> int:
         return int(self._segment_stats()[1].sum())
@@ -435,7 +450,7 @@ class CudaPrimitives(CollectionSizing, Primitives):
     @_device_oom_guard
     def update(self, k: float, rnd: int, min_keep: int | None = None) -> dict:
         xp = self.xp
-        growth, stats = self._begin_update(k, min_keep, lambda: self._segment_stats()[0].sum())
+        growth, stats = self._begin_update(k, min_keep, self._flag_stats)
         polluted_seg = self.seg_polluted
         beta = auto_beta(k) if self.beta is None else self.beta
         stats["beta"] = beta

@@ -27,7 +27,7 @@ from gpucore.backend import get_backend
 from gpucore.errors import GpucoreError
 from gpucore.graph.costs import check_costs
 from gpucore.graph.model import Graph
-from gpucore.progress import status
+from gpucore.progress import progress
 from gpucore.random import Stream, mix_py, world_seed_of
 from gpucore.timing import Phases
 
@@ -72,24 +72,83 @@ def validate(graph: Graph, model: str, eta, batch, eps, realizations) -> None:
     check_costs(np.asarray(cost), f"{graph.path}: seed costs")
 
 
+def coverage_forecast(coverage_fraction: float | None, k_prev: float, k: float) -> float | None:
+    """The coverage fraction of this round's batch, forecast from the last round's: a set is covered
+    when one of its roots is reached from the batch, each root about independently, so a fraction c
+    at k_{i-1} roots per set becomes 1 - (1 - c)^(k_i / k_{i-1}) at k_i (docs/amcss.md, "What an
+    Update can save"). None without a last round."""
+    if not coverage_fraction or k_prev <= 0:
+        return None
+    return 1.0 - (1.0 - min(coverage_fraction, 1.0)) ** (k / k_prev)
+
+
+def regeneration_theta(bounds: RoundBounds, coverage_fraction: float | None) -> int | None:
+    """The number of sets a regeneration of this round would accept its batch at, for a batch that
+    covers ``coverage_fraction`` of the sets (``coverage_forecast``): the first set count of its
+    schedule theta_0, 2 theta_0, ... (capped at theta_max) that reaches the acceptance test's
+    ``min_coverage``. None without a coverage fraction."""
+    if not coverage_fraction:
+        return None
+    need = bounds.min_coverage / coverage_fraction
+    theta = bounds.theta_0_int
+    while theta < need and theta < bounds.theta_max_int:
+        theta = min(2 * theta, bounds.theta_max_int)
+    return theta
+
+
+def sets_to_keep(bounds: RoundBounds, theta: int, k: float, k_prev: float, target: int | None) -> int:
+    """How many of its ``theta`` sets MERIT keeps for round i (docs/amcss.md, "What an Update can
+    save"): the ``target`` (``regeneration_theta``: MERIT then selects from as many sets as a
+    regeneration would), or without one ceil(theta k_{i-1} / k_i) (sets grow about linearly with
+    their roots: the collection keeps about its size in entries). Never below theta_0 nor above
+    theta. Which sets go does not depend on their content (the newest ids), so the rest is still a
+    collection of independent samples."""
+    if target is not None:
+        keep = target
+    elif k > k_prev:
+        keep = int(math.ceil(theta * k_prev / k))
+    else:
+        keep = theta
+    return min(theta, max(bounds.theta_0_int, keep))
+
+
+def reprobe_fraction(pollution: float, k_prev: float, k: float) -> float:
+    """The share of a regeneration's probing that an Update of the same sets still does
+    (docs/amcss.md, "What an Update can save"): a polluted set (fraction ``pollution`` of the
+    collection) is rebuilt in full, a clean one keeps its entries and probes only what its new roots
+    add, about a share 1 - k_{i-1}/k_i of its new size (sets grow about linearly with their roots)."""
+    r = min(1.0, k_prev / k) if k > 0 else 1.0
+    return pollution + (1.0 - pollution) * (1.0 - r)
+
+
+def update_target(bounds: RoundBounds, update: bool, shrink: bool, regenerate: bool,
+                  coverage_fraction: float | None, k_prev: float, k: float) -> int | None:
+    """The set count MERIT's Update of this round aims at: what a regeneration would accept at
+    (``regeneration_theta`` of the ``coverage_forecast`` from the last round's batch), or None: the
+    regenerating baselines and MERIT's regenerated rounds follow the regeneration's own schedule
+    from theta_0, and ``shrink=False`` (``--keep-all``) keeps every set (the paper's Algorithm 1)."""
+    if not (update and shrink) or regenerate:
+        return None
+    return regeneration_theta(bounds, coverage_forecast(coverage_fraction, k_prev, k))
+
+
 def prepare_collection(prims: Primitives, bounds: RoundBounds, k: float, k_prev: float, rnd: int, update: bool,
-                       shrink: bool, regenerate: bool, phases: Phases) -> dict | None:
+                       shrink: bool, regenerate: bool, phases: Phases, target: int | None = None) -> dict | None:
     """Step 1 of a round: bring the collection to round ``rnd`` before any set is drawn.
 
-    PASTI/ASTI (``update=False``) drop every set. MERIT drops them too when ``regenerate`` (the last
-    round left the collection too polluted: ``run_realization``); otherwise, when sets exist, it
-    shrinks the collection as k grows (``shrink``: keep ceil(theta k_{i-1} / k_i) sets, at least
-    theta_0, sets growing about linearly with k) and Updates every set to k_i = ``k`` (Lemmas 3.4
-    and 3.6), timed as phase "update". Returns Update's statistics (None when nothing was updated).
-    """
+    PASTI/ASTI (``update=False``) drop every set. MERIT drops them too when ``regenerate`` (the
+    Update would probe almost as much as a regeneration: ``run_realization``); otherwise, when sets
+    exist, it keeps ``sets_to_keep`` of them (``shrink``; the newest go; ``target``: the sets a
+    regeneration would accept at) and Updates every kept set to k_i = ``k`` (Lemmas 3.4 and 3.6),
+    timed as phase "update". Returns Update's statistics (None when nothing was updated)."""
     if not update or regenerate:
         prims.clear()
     if not (update and prims.theta > 0):
         return None
     with phases.phase("update"):
         trimmed = 0
-        if shrink and k > k_prev:
-            keep = max(bounds.theta_0_int, int(math.ceil(prims.theta * k_prev / k)))
+        if shrink:
+            keep = sets_to_keep(bounds, prims.theta, k, k_prev, target)
             if keep < prims.theta:
                 trimmed = prims.theta - keep
                 prims.trim(keep)
@@ -100,15 +159,15 @@ def prepare_collection(prims: Primitives, bounds: RoundBounds, k: float, k_prev:
 
 
 def select_batch(prims: Primitives, bounds: RoundBounds, k: float, rnd: int, update: bool,
-                 phases: Phases) -> tuple[np.ndarray, int, int, bool]:
+                 phases: Phases, start: int | None = None) -> tuple[np.ndarray, int, int, bool]:
     """Step 2 of a round: draw sets until the greedy batch passes the acceptance test.
 
-    Starting from theta = max(sets kept, theta_0), generate fresh sets up to theta (phase
+    Starting from theta = max(sets kept, theta_0, ``start``), generate fresh sets up to theta (phase
     "generate"), select a batch of b seeds (phase "select") and test its coverage
     (``RoundBounds.accept``); on failure double theta, up to theta_max, where the batch is accepted
     anyway (MERIT Algorithm 1, lines 5-12). Returns (seeds, coverage, trials, accepted by the test).
     """
-    theta = max(prims.theta, bounds.theta_0_int)
+    theta = max(prims.theta, bounds.theta_0_int, start or 0)
     trials = 0
     while True:
         if theta > prims.theta:
@@ -176,7 +235,8 @@ def round_record(graph: Graph, prims: Primitives, rnd: int, seeds: np.ndarray, n
 
 def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch: int, eps: float,
                     world_seed: int, sample_seed: int, update: bool = True, label: str = "",
-                    on_round=None, shrink: bool = True, pollution_limit: float = POLLUTION_LIMIT) -> dict:
+                    on_round=None, shrink: bool = True, pollution_limit: float = POLLUTION_LIMIT,
+                    paired: bool = False) -> dict:
     """One adaptive run on one world realization; returns its JSON-ready record.
 
     Each round i: the bounds of (n_i, b, eps) (``round_bounds``), ``prepare_collection``,
@@ -195,11 +255,18 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
     from its inactive roots anyway (Lemma 3.6), at the cost of a fresh one, and the regeneration's
     theta doubling keeps only as many sets as the acceptance test needs. Measured at LiveJournal
     size (results/reference/bench-merit-gpu.md): 92-100 % of the sets polluted every round, where
-    Update lost to regeneration; below 30 % on the other graphs. ``> 1`` never."""
+    Update lost to regeneration; below 30 % on the other graphs. ``> 1`` never.
+
+    ``paired`` (MERIT only): each round after the first also runs the way the rule did not choose
+    from a snapshot of the collection, timed, then goes on the chosen way (``gpucore.amcss.paired``;
+    the rounds gain ``paired``, the trajectory is unchanged)."""
+    if paired and update:
+        from gpucore.amcss.paired import other_way, paired_record, way_record, arcs_probed
     sync = get_backend(prims.name).synchronize
     timer = Phases(("realization",), sync=sync)
     rounds = []
-    with timer.phase("realization"):
+    bar = progress(total=eta, desc=label, unit="user")
+    with bar, timer.phase("realization"):
         prims.start(world_seed, sample_seed)
         eta_i, active, k_prev = int(eta), 0, 0.0
         pollution = None  # fraction of the sets polluted at the end of the last round (MERIT)
@@ -209,13 +276,26 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
             n_i = prims.n_residual
             bounds = round_bounds(n_i, batch, eps)
             k = n_i / eta_i
-            regenerate = bool(update and pollution is not None and pollution >= pollution_limit)
-            upd_stats = prepare_collection(prims, bounds, k, k_prev, rnd, update, shrink, regenerate, phases)
-            seeds, coverage, trials, accepted = select_batch(prims, bounds, k, rnd, update, phases)
+            regenerate = bool(update and pollution is not None
+                              and reprobe_fraction(pollution, k_prev, k) >= pollution_limit)
+            coverage_fraction = rounds[-1]["coverage"] / rounds[-1]["theta"] if rounds else None
+            other = None
+            if paired and update and prims.theta > 0:
+                other = other_way(prims, bounds, k, k_prev, rnd, not regenerate, sync,
+                                  update_target(bounds, True, shrink, not regenerate, coverage_fraction, k_prev, k),
+                                  shrink)
+                arcs = arcs_probed(prims)
+            target = update_target(bounds, update, shrink, regenerate, coverage_fraction, k_prev, k)
+            upd_stats = prepare_collection(prims, bounds, k, k_prev, rnd, update, shrink, regenerate, phases, target)
+            seeds, coverage, trials, accepted = select_batch(prims, bounds, k, rnd, update, phases, target)
+            if other is not None:
+                chosen = way_record(prims, phases, upd_stats, trials, coverage, seeds, arcs)
             newly, polluted = observe_batch(prims, seeds, update, eta_i, phases)
             k_prev = k
             record = round_record(graph, prims, rnd, seeds, newly, eta_i, n_i, k, bounds, trials, coverage, accepted,
                                   phases, upd_stats, regenerate, polluted)
+            if other is not None:
+                record["paired"] = paired_record(chosen, other, regenerate, rounds[-1]["seconds"]["discover"])
             eta_i -= int(newly.size)
             active += int(newly.size)
             if polluted is not None:
@@ -223,10 +303,8 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
             rounds.append(record)
             if on_round is not None:
                 on_round(record)
-            status(
-                f"{label}round {rnd}: +{newly.size} active ({active:,}/{eta:,}), batch cost {record['cost']:.4g}, "
-                f"theta {prims.theta:,} after {trials} trial(s)"
-            )
+            bar.update(min(int(newly.size), eta - bar.n))
+            bar.set_postfix_str(f"round {rnd}, cost {sum(r['cost'] for r in rounds):.4g}, theta {prims.theta:,}")
     total_cost = float(sum(r["cost"] for r in rounds))
     return {
         "world_seed": int(world_seed),
@@ -246,21 +324,32 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
               realizations: int = 1, seed: int = 0, update: bool = True, threads: int | None = None,
               backend: str = "cpu", memory_budget: int | None = None, segments: int | None = None,
               primitives: Primitives | None = None, first_realization: int = 0, on_round=None,
-              shrink: bool = True, beta: int | None = None, pollution_limit: float = POLLUTION_LIMIT) -> dict:
-    """Run AMCSS (MERIT with ``update=True``; PASTI / ASTI (threads=1) / GAMCSS (cuda) without)."""
+              shrink: bool = True, beta: int | None = None, pollution_limit: float = POLLUTION_LIMIT,
+              warm_up: bool = True, paired: bool = False) -> dict:
+    """Run AMCSS (MERIT with ``update=True``; PASTI / ASTI (threads=1) / GAMCSS (cuda) without).
+
+    Before the first realization the backend compiles and loads its kernels on this graph
+    (``Primitives.warm_up``, unless ``warm_up`` is False), timed apart: the summary's
+    ``warm_up_seconds``, never a realization's ``seconds``. ``paired`` (MERIT): measure every round
+    both ways, Update and regeneration, on the same collection state (``run_realization``); the
+    realizations' ``seconds`` then include the way not taken."""
     validate(graph, model, eta, batch, eps, realizations)
     eta, batch, eps, realizations = int(eta), int(batch), float(eps), int(realizations)
     setup = Phases(("setup",))
     with setup.phase("setup"):
         prims = primitives or make_primitives(graph, model, backend, threads, memory_budget, segments, beta)
     be = get_backend(prims.name)
+    warm = Phases(("warm_up",), sync=be.synchronize)
+    if warm_up:
+        with warm.phase("warm_up"):
+            prims.warm_up()
     out_real = []
     for r in range(first_realization, first_realization + realizations):
         ws = world_seed_of(seed, r)
         ss = sample_seed_of(seed, r)
         rec = run_realization(prims, graph, model, eta, batch, eps, ws, ss, update=update,
-                              label=f"realization {r + 1}/{first_realization + realizations} ", on_round=on_round,
-                              shrink=shrink, pollution_limit=pollution_limit)
+                              label=f"realization {r + 1}/{first_realization + realizations}", on_round=on_round,
+                              shrink=shrink, pollution_limit=pollution_limit, paired=paired)
         rec = {"realization": r, **rec}
         out_real.append(rec)
     costs = [r["total_cost"] for r in out_real]
@@ -277,6 +366,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
         "update": bool(update),
         "shrink": bool(shrink and update),
         "pollution_limit": float(pollution_limit) if update else None,
+        "paired": bool(paired and update),
         "seed": int(seed),
         "threads": getattr(prims, "T", None),
         "segments": getattr(prims, "S", None),
@@ -290,6 +380,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
             "root_count": "floor(n_i/eta_i + uniform(mix(sample_seed, ROOT_COUNT=4, j)))",
         },
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "realization_ids": list(range(first_realization, first_realization + realizations)),
         "realizations": out_real,
         "summary": {
             "realizations": len(out_real),
@@ -302,6 +393,7 @@ def run_amcss(graph: Graph, model: str = "IC", eta: int = 1000, batch: int = 4, 
             "mean_seconds": float(np.mean([r["seconds"] for r in out_real])),
             "total_seconds": float(sum(r["seconds"] for r in out_real)),
             "setup_seconds": setup.total,
+            "warm_up_seconds": warm.total,
             "seconds_by_phase": {p: float(sum(r["seconds_by_phase"][p] for r in out_real)) for p in PHASES},
             "max_theta": int(max(rd["theta"] for r in out_real for rd in r["rounds"])),
         },

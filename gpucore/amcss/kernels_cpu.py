@@ -574,17 +574,23 @@ def fold_delta(cnt, delta):
             cnt[v] += acc
 
 
-def count_flags(S, L, flag, count):
+def flag_stats(S, L, offset, flag, count):
+    """(flagged sets, entries of the unflagged sets): what an Update re-probes and what it copies."""
     # per-segment counts, summed after the loop: a scalar reduction over this prange fails to
     # compile under Python 3.12 (Numba 0.68 parfor: "unexpected cycle in lookup()")
-    per_segment = np.zeros(S, dtype=np.int64)
+    polluted = np.zeros(S, dtype=np.int64)
+    clean = np.zeros(S, dtype=np.int64)
     for s in prange(S):
         c = 0
+        e = 0
         for r in range(count[s]):
             if flag[s * L + r] != 0:
                 c += 1
-        per_segment[s] = c
-    return per_segment.sum()
+            else:
+                e += offset[s * L + r + 1] - offset[s * L + r]
+        polluted[s] = c
+        clean[s] = e
+    return polluted.sum(), clean.sum()
 
 
 def clear_flags(S, L, flag, count):
@@ -710,7 +716,7 @@ reslot_kernel, reslot_kernel_serial = _parallel_and_serial(reslot_kernel)
 discover_kernel, discover_kernel_serial = _parallel_and_serial(discover_kernel)
 fold_delta, fold_delta_serial = _parallel_and_serial(fold_delta)
 trim_kernel, trim_kernel_serial = _parallel_and_serial(trim_kernel)
-count_flags, count_flags_serial = _parallel_and_serial(count_flags)
+flag_stats, flag_stats_serial = _parallel_and_serial(flag_stats)
 clear_flags, clear_flags_serial = _parallel_and_serial(clear_flags)
 argmax_ratio, argmax_ratio_serial = _parallel_and_serial(argmax_ratio)
 total_entries, total_entries_serial = _parallel_and_serial(total_entries)

@@ -40,6 +40,8 @@ import numpy as np
 
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 
+#: the arrays of a ``Collection``
+COLLECTION_ARRAYS = ("mrr", "offset", "nroots", "set_id", "flag", "count", "lo", "hi", "status", "upd")
 #: bytes per slot: offset (8) + set_id (8) + nroots (4) + flag (1)
 SLOT_BYTES = 8 + 8 + 4 + 1
 #: bytes per segment: count, lo, hi, status, update state (next, bw, src start/end/nroots)
@@ -144,11 +146,12 @@ def collection_sets(coll: Collection, to_host=np.asarray) -> dict[int, tuple[fro
 class CollectionSizing:
     """How a backend's collection grows, shared by the CPU and CUDA primitives.
 
-    The host class provides ``coll`` (a ``Collection``), ``n_res``, ``S``, ``budget`` (``MemoryBudget``),
-    ``preplan``, ``k_last``, ``trim(theta_keep)``, ``stats``, ``_allocate(S, L, l, old)`` (new arrays, raising
-    ``GpucoreError`` over budget) and the copy kernels ``_relayout(old, new)`` (each segment's live
-    range into longer segments) and ``_reslot(old, new)`` (per-slot arrays into more slots);
-    ``_host`` turns a backend array into a NumPy one."""
+    The host class provides ``coll`` (a ``Collection``), ``cnt``, ``n_res``, ``S``, ``budget``
+    (``MemoryBudget``), ``preplan``, ``k_last``, ``trim(theta_keep)``, ``stats``, ``_allocate(S, L, l, old)``
+    (new arrays, raising ``GpucoreError`` over budget) and the copy kernels ``_relayout(old, new)``
+    (each segment's live range into longer segments) and ``_reslot(old, new)`` (per-slot arrays into
+    more slots); ``_host`` turns a backend array into a NumPy one; ``_copy_out(arr, nbytes)`` /
+    ``_copy_in(arr)`` make and take back a snapshot copy of a backend array."""
 
     @property
     def n_residual(self) -> int:
@@ -185,6 +188,47 @@ class CollectionSizing:
         new.count, new.lo, new.hi, new.status, new.upd = old.count, old.lo, old.hi, old.status, old.upd
         new.theta, new.next_id, new.entries, new.stats = old.theta, old.next_id, old.entries, old.stats
         self.coll = new
+
+    def snapshot(self) -> dict:
+        """A copy of the collection and the coverage counters (what ``trim``, ``update``, ``clear``,
+        ``generate``, ``select`` and ``commit`` change), for ``restore``: the paired measurement
+        of a round both ways (``gpucore.amcss.paired``). The node state (active users, V_i) is not
+        copied: those steps leave it alone."""
+        c = self.coll
+        arrays = {name: self._copy_out(getattr(c, name), c.nbytes) for name in COLLECTION_ARRAYS}
+        return {"shape": (c.S, c.L, c.l), "arrays": arrays, "cnt": self._copy_out(self.cnt, c.nbytes),
+                "scalars": (c.theta, c.next_id, c.entries, dict(c.stats)), "k_last": self.k_last}
+
+    def restore(self, state: dict) -> None:
+        """Go back to a ``snapshot`` (once: the snapshot's arrays become the live ones)."""
+        S, L, l = state["shape"]
+        coll = Collection(S=S, L=L, l=l, **{name: self._copy_in(arr) for name, arr in state["arrays"].items()})
+        coll.theta, coll.next_id, coll.entries, coll.stats = state["scalars"]
+        self.coll = coll
+        self.cnt = self._copy_in(state["cnt"])
+        self.k_last = state["k_last"]
+
+    def warm_up(self) -> None:
+        """One small round trip through every primitive (the contract's ``warm_up``): Generate of
+        4 sets per segment with 2 roots, a growth of both the slots and the segments (the copy
+        kernels), Select, Diffuse, Discover(A), Update to more roots, trim, Generate again, Select
+        without its last Discover, clear. Sample seed 0; the next ``start`` resets everything."""
+        self.start(0, 0)
+        theta = 4 * self.S
+        k = min(2.0, float(self.n_residual))
+        self.generate(theta, k, 1)
+        self._reshape(L=self.coll.L + 1, l=self.coll.l + 1)
+        seeds, _ = self.select(min(2, self.n_residual))
+        self.commit()
+        self.diffuse(seeds)
+        if self.n_residual > 0:  # a tiny graph may be all active already
+            self.discover_active()
+            k = min(2.0 * k, float(self.n_residual))
+            self.update(k, 2, min_keep=1)
+            self.trim(theta // 2)
+            self.generate(theta, k, 2)
+            self.select(min(2, self.n_residual), last_discover=False)
+        self.clear()
 
     def _ensure_slots(self, theta: int) -> None:
         need = -(-theta // self.S) + 1
@@ -235,15 +279,17 @@ class CollectionSizing:
             self._ensure_entries(c.entries + (theta_new - theta_prev) * avg)
         return theta_prev, avg
 
-    def _begin_update(self, k: float, min_keep: int | None, count_polluted) -> tuple[float, dict]:
+    def _begin_update(self, k: float, min_keep: int | None, flag_stats) -> tuple[float, dict]:
         """The backends' common Update prologue: growth k / k_last, trim to fit the budget, the
-        round's record (sets, polluted = ``count_polluted()``, clean, entries_before, trimmed) and,
-        preplanned, room for the grown sets. Returns (growth, record)."""
+        round's record (sets, polluted and the clean sets' entries = ``flag_stats()``, clean,
+        entries_before, entries_clean, trimmed) and, preplanned, room for the grown sets.
+        Returns (growth, record)."""
         growth = max(1.0, k / max(self.k_last, 1e-300))
         trimmed = self._trim_to_fit(growth, min_keep)
         c = self.coll
-        polluted = int(count_polluted())
-        stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries}
+        polluted, clean_entries = flag_stats()
+        stats = {"sets": c.theta, "polluted": polluted, "clean": c.theta - polluted, "entries_before": c.entries,
+                 "entries_clean": clean_entries}
         if trimmed:
             stats["trimmed"] = trimmed
         if c.theta and self.preplan:

@@ -27,6 +27,13 @@ class Primitives(ABC):
 
     # ---- realization -------------------------------------------------------------------------
     @abstractmethod
+    def warm_up(self) -> None:
+        """Compile / load every kernel this backend runs (each form of it), on this graph and its
+        array types, before anything is timed: a few sets through Generate, the growth of the
+        layout, Select, Diffuse, Discover, Update, trim and clear. Leaves nothing a later ``start``
+        keeps (results do not depend on it)."""
+
+    @abstractmethod
     def start(self, world_seed: int, sample_seed: int) -> None:
         """Begin a realization: nothing active, V_1 = V, empty collection, cnt = 0."""
 
@@ -90,6 +97,16 @@ class Primitives(ABC):
     def discover_active(self) -> int:
         """Discover(A_i): flag every unflagged set holding an active node and take it out of cnt.
         Returns the number of sets flagged now."""
+
+    # ---- paired measurement (gpucore.amcss.paired) ---------------------------------------------
+    @abstractmethod
+    def snapshot(self) -> dict:
+        """A copy of the collection and cnt (all that trim, update, clear, generate, select and
+        commit change; on the device where it fits, else on the host)."""
+
+    @abstractmethod
+    def restore(self, state: dict) -> None:
+        """Go back to a ``snapshot`` (once)."""
 
     # ---- inspection (tests, tools) -----------------------------------------------------------
     @abstractmethod

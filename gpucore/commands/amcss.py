@@ -38,6 +38,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--pollution-limit", type=float, default=POLLUTION_LIMIT, metavar="F",
                         help="MERIT: regenerate instead of updating a round whose sets are at least this fraction "
                              f"polluted (default {POLLUTION_LIMIT}; above 1: always update, the paper's Algorithm 1)")
+    parser.add_argument("--paired", action="store_true",
+                        help="MERIT: also run every round the way the rule did not choose (Update or regeneration) "
+                             "from a snapshot, timed, and record both (rounds' 'paired'; docs/amcss.md)")
     add_threads_option(parser)
     add_backend_option(parser)
     add_memory_option(parser, "the mRR-set collection and its scratch")
@@ -53,14 +56,15 @@ def run(args) -> int:
 
     if args.segments is not None and args.segments < 1:
         raise GpucoreError(f"--segments {args.segments}: must be >= 1")
-    if not args.pollution_limit > 0:
-        raise GpucoreError(f"--pollution-limit {args.pollution_limit}: must be > 0 (above 1: always update)")
+    if not args.pollution_limit >= 0:
+        raise GpucoreError(f"--pollution-limit {args.pollution_limit}: must be >= 0 (0: always regenerate, as "
+                           "PASTI; above 1: always update)")
     graph = load_graph(args.graph)
     result = run_amcss(
         graph, model=args.model, eta=args.eta, batch=args.batch, eps=args.eps, realizations=args.realizations,
         seed=args.seed, update=args.update, threads=args.threads, backend=args.backend,
         memory_budget=args.memory_budget, segments=args.segments, shrink=args.shrink, beta=args.beta,
-        pollution_limit=args.pollution_limit,
+        pollution_limit=args.pollution_limit, paired=args.paired,
     )
     if args.output:
         emit_json(result, args.output)

@@ -115,6 +115,8 @@ def write_gcsr(path, n: int, m: int, arrays: dict[str, np.ndarray], meta: dict, 
 def read_header(path) -> dict:
     """Parse and check the header of a ``.gcsr`` file (magic, version, CRC, size)."""
     path = Path(path)
+    if path.is_dir():
+        raise GpucoreError(f"{path}: is a directory, not a .gcsr file")
     if not path.is_file():
         raise GpucoreError(f"{path}: no such file")
     size = path.stat().st_size

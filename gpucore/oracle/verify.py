@@ -1,6 +1,8 @@
 """Verification of solver result files (the library side of ``gpucore verify`` and ``gpucore im --verify``).
 
-- ``amcss``: every realization replayed round by round on its world (``replay``);
+- ``amcss``: every realization replayed round by round on its world (``replay``); the seed costs
+  recomputed from the graph and compared with every logged cost (per round, per realization, the
+  summary), the seed counts, and the completeness of the realizations (``check_amcss_books``);
 - ``im`` with one round: the Monte-Carlo spread of the seed set (``spread``);
 - ``im`` with ``rounds`` T > 1 (multi-round IM): the Monte-Carlo influence of the T-round plan
   (``multi_round_spread``); in both IM cases the solver's ``estimated_spread`` must lie in the
@@ -23,9 +25,13 @@ from gpucore.errors import GpucoreError
 from gpucore.oracle.api import replay, spread, warm_up
 from gpucore.oracle.checks import MODELS, as_id_array, check_model, check_range, check_u64
 from gpucore.oracle.multiround import multi_round_spread
+from gpucore.random import Stream, mix3
 from gpucore.timing import Phases
 
 KINDS = ("amcss", "im", "sds")
+#: relative tolerance of logged costs against the recomputed ones: costs are float32 on disk, and a
+#: writer that sums them in float32 (or in another order) differs by a few units of 2^-24 per term
+COST_RTOL = 1e-6
 
 
 def _field(obj: dict, key: str, where: str):
@@ -102,7 +108,9 @@ def verify_amcss(result: dict, graph, source: str) -> dict:
         logged_reached = real.get("reached")
         if logged_reached is not None and bool(logged_reached) != rep.reached:
             problems.append(f"logged reached={bool(logged_reached)}, replay reached={rep.reached}")
-        seeds_cost = float(sum(float(graph.cost[int(x)]) for r in logged_rounds for x in r["seed_ids"]))
+        round_costs = [float(np.asarray(graph.cost)[r["seed_ids"]].astype(np.float64).sum()) for r in logged_rounds]
+        seeds_cost = float(sum(round_costs))
+        problems += check_realization_books(real, rounds, logged_rounds, round_costs, graph, result)
         ok = not problems
         reports.append({
             "index": i,
@@ -122,8 +130,98 @@ def verify_amcss(result: dict, graph, source: str) -> dict:
         })
         if problems:
             failures.append(f"realization {i} (world_seed {world}): {problems[0]}")
+    failures += check_amcss_books(result, realizations, [r["seed_cost_raw"] for r in reports])
     return {"checked": "amcss", "model": model, "eta": eta, "realizations": reports, "failures": failures,
             "passed": not failures}
+
+
+def _differs(logged, want: float) -> bool:
+    """A logged number that is missing, not a finite number, or not ``want`` within COST_RTOL."""
+    if isinstance(logged, bool) or not isinstance(logged, numbers.Real) or not math.isfinite(logged):
+        return True
+    return not math.isclose(float(logged), want, rel_tol=COST_RTOL, abs_tol=1e-12)
+
+
+def check_realization_books(real: dict, rounds: list, logged_rounds: list, round_costs: list, graph,
+                            result: dict) -> list[str]:
+    """The bookkeeping of one AMCSS realization against the seeds it logs: each round's ``cost``
+    (the sum of its seeds' costs on the graph) and seed count (1..batch), the realization's
+    ``total_cost``, ``total_cost_normalized`` (/ the graph's cost scale), ``seeds_count`` and, for
+    ``realization`` r of a run with ``seed``, ``world_seed`` = mix(seed, WORLD, r). One line per
+    problem, naming the field."""
+    problems = []
+    batch = result.get("batch")
+    for j, (rnd, want) in enumerate(zip(rounds, round_costs)):
+        if _differs(rnd.get("cost"), want):
+            problems.append(f"round {j} cost: logged {rnd.get('cost')!r}, its seeds cost {want:.10g}")
+        count = len(logged_rounds[j]["seed_ids"])
+        if isinstance(batch, int) and not isinstance(batch, bool) and not 1 <= count <= batch:
+            problems.append(f"round {j} seed_ids: {count} seeds in a batch of {batch}")
+    total = float(sum(round_costs))
+    if _differs(real.get("total_cost"), total):
+        problems.append(f"total_cost: logged {real.get('total_cost')!r}, its seeds cost {total:.10g}")
+    if "total_cost_normalized" in real:
+        scale = float(graph.cost_scale) if graph.cost_scale else 1.0
+        if _differs(real["total_cost_normalized"], total / scale):
+            problems.append(f"total_cost_normalized: logged {real['total_cost_normalized']!r}, "
+                            f"its seeds cost {total:.10g} / cost scale {scale:.10g} = {total / scale:.10g}")
+    seeds = sum(len(r["seed_ids"]) for r in logged_rounds)
+    if "seeds_count" in real and real["seeds_count"] != seeds:
+        problems.append(f"seeds_count: logged {real['seeds_count']!r}, the rounds list {seeds} seeds")
+    if "realization" in real and "seed" in result:
+        r = _int(real["realization"], "realization", 0)
+        want_world = int(mix3(np.uint64(check_u64(result["seed"], "seed")), np.uint64(int(Stream.WORLD)),
+                              np.uint64(r)))
+        if real.get("world_seed") != want_world:
+            problems.append(f"world_seed {real.get('world_seed')!r} is not mix(seed, WORLD, {r}) = {want_world} "
+                            f"for realization {r}")
+    return problems
+
+
+def check_amcss_books(result: dict, realizations: list, seed_costs: list[float]) -> list[str]:
+    """Completeness and the summary of an AMCSS result: every realization of ``realization_ids``
+    (the run's parameters) present exactly once and no other, no realization twice (same
+    ``realization`` index or same ``world_seed``), and the summary's count and means recomputed
+    from the seeds (``mean_total_cost``, ``mean_total_cost_normalized`` via the realizations' own
+    normalisation, ``mean_seeds``, ``mean_rounds``). One line per problem, naming the field."""
+    failures = []
+    worlds, indices = {}, {}
+    for i, real in enumerate(realizations):
+        w = real.get("world_seed")
+        if w in worlds:
+            failures.append(f"realization {i} duplicates realization {worlds[w]} (world_seed {w})")
+        worlds.setdefault(w, i)
+        if "realization" in real:
+            r = real["realization"]
+            if r in indices:
+                failures.append(f"realization {i} duplicates realization {indices[r]} (realization index {r!r})")
+            indices.setdefault(r, i)
+    if "realization_ids" in result:
+        wanted = result["realization_ids"]
+        if not isinstance(wanted, list):
+            raise GpucoreError("realization_ids must be a list of realization indices")
+        missing = [r for r in wanted if r not in indices]
+        extra = [r for r in indices if r not in wanted]
+        if missing:
+            failures.append(f"realization_ids: realization {missing[0]!r} is missing from 'realizations'")
+        if extra:
+            failures.append(f"realizations: realization {extra[0]!r} is not in realization_ids {wanted}")
+    summary = result.get("summary")
+    if isinstance(summary, dict) and realizations:
+        n = len(realizations)
+        if summary.get("realizations", n) != n:
+            failures.append(f"summary realizations: logged {summary['realizations']!r}, the result holds {n}")
+        checks = {"mean_total_cost": float(np.mean(seed_costs)),
+                  "mean_seeds": float(np.mean([sum(len(rd.get("seed_ids", rd.get("seeds", [])))
+                                                   for rd in real["rounds"]) for real in realizations])),
+                  "mean_rounds": float(np.mean([len(real["rounds"]) for real in realizations]))}
+        norms = [real.get("total_cost_normalized") for real in realizations]
+        if all(isinstance(x, numbers.Real) for x in norms):
+            checks["mean_total_cost_normalized"] = float(np.mean(norms))
+        for key, want in checks.items():
+            if key in summary and _differs(summary[key], want):
+                failures.append(f"summary {key}: logged {summary[key]!r}, recomputed {want:.10g}")
+    return failures
 
 
 def _seed_set(graph, entry: dict, where: str, k) -> tuple[np.ndarray, list[str]]:

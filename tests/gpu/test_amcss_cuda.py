@@ -48,7 +48,7 @@ def check_replay(graph, result):
     for rec in result["realizations"]:
         rep = replay(graph, rec["rounds"], result["model"], rec["world_seed"], result["eta"])
         assert rep.passed, rep.first_mismatch
-        assert rec["reached"] and rep.total_active == rec["active"]
+        assert rep.reached and rep.total_active == rec["active"]
 
 
 def lt_consistent(graph, nodes) -> list[int]:

@@ -165,20 +165,29 @@ extern "C" __global__ void amcss_trim_segments(int S, gc_i64 L, const gc_i64* __
     }
 }
 
-// Per segment: number of flagged sets among its count[s] slots (polluted[s]) and its entries (entries[s]).
-// One warp per block (the host launches 32 threads): the sum is a warp reduction.
+// Per segment: number of flagged sets among its count[s] slots (polluted[s]), its entries (entries[s]) and
+// the entries of its unflagged sets (clean_entries[s]: what an Update copies instead of probing).
+// One warp per block (the host launches 32 threads): the sums are warp reductions.
 extern "C" __global__ void amcss_segment_stats(int S, gc_i64 L, const gc_i64* __restrict__ offset,
                                                const unsigned char* __restrict__ flag,
                                                const gc_i64* __restrict__ count, int* __restrict__ polluted,
-                                               gc_i64* __restrict__ entries) {
+                                               gc_i64* __restrict__ entries, gc_i64* __restrict__ clean_entries) {
     GC_FOR_GRID_BLOCKS(s, 0, S) {
         const gc_i64 r = count[s];
         int c = 0;
-        GC_FOR_BLOCK(i, 0, r) c += flag[s * L + i] != 0 ? 1 : 0;
+        gc_i64 ce = 0;
+        GC_FOR_BLOCK(i, 0, r) {
+            if (flag[s * L + i] != 0)
+                c += 1;
+            else
+                ce += offset[s * L + i + 1] - offset[s * L + i];
+        }
         c = gc_warp_sum(c);
+        ce = gc_warp_sum(ce);
         if (threadIdx.x == 0) {
             polluted[s] = c;
             entries[s] = offset[s * L + r] - offset[s * L];
+            clean_entries[s] = ce;
         }
         __syncwarp();
     }
