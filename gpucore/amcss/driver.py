@@ -23,6 +23,7 @@ import numpy as np
 from gpucore.amcss.backends import make_primitives
 from gpucore.amcss.bounds import RoundBounds, round_bounds
 from gpucore.amcss.primitives import Primitives
+from gpucore.amcss.paired import arcs_probed, paired_record, reprobe_fraction, way_record
 from gpucore.backend import get_backend
 from gpucore.errors import GpucoreError
 from gpucore.graph.costs import check_costs
@@ -112,13 +113,19 @@ def sets_to_keep(bounds: RoundBounds, theta: int, k: float, k_prev: float, targe
     return min(theta, max(bounds.theta_0_int, keep))
 
 
-def reprobe_fraction(pollution: float, k_prev: float, k: float) -> float:
-    """The share of a regeneration's probing that an Update of the same sets still does
-    (docs/amcss.md, "What an Update can save"): a polluted set (fraction ``pollution`` of the
-    collection) is rebuilt in full, a clean one keeps its entries and probes only what its new roots
-    add, about a share 1 - k_{i-1}/k_i of its new size (sets grow about linearly with their roots)."""
-    r = min(1.0, k_prev / k) if k > 0 else 1.0
-    return pollution + (1.0 - pollution) * (1.0 - r)
+def other_way(prims: Primitives, bounds: RoundBounds, k: float, k_prev: float, rnd: int, regenerate: bool, sync,
+              target: int | None, shrink: bool) -> dict:
+    """From a snapshot of the collection, run the round's collection steps the other way (``regenerate``:
+    the way MERIT did not choose; ``target``: its set count, ``update_target``), and restore
+    the snapshot. Returns the way's ``way_record``."""
+    state = prims.snapshot()
+    phases = Phases(PHASES, sync=sync)
+    arcs = arcs_probed(prims)
+    stats = prepare_collection(prims, bounds, k, k_prev, rnd, True, shrink, regenerate, phases, target)
+    seeds, coverage, trials, _accepted = select_batch(prims, bounds, k, rnd, True, phases, target)
+    out = way_record(prims, phases, stats, trials, coverage, seeds, arcs)
+    prims.restore(state)
+    return out
 
 
 def update_target(bounds: RoundBounds, update: bool, shrink: bool, regenerate: bool,
@@ -260,8 +267,6 @@ def run_realization(prims: Primitives, graph: Graph, model: str, eta: int, batch
     ``paired`` (MERIT only): each round after the first also runs the way the rule did not choose
     from a snapshot of the collection, timed, then goes on the chosen way (``gpucore.amcss.paired``;
     the rounds gain ``paired``, the trajectory is unchanged)."""
-    if paired and update:
-        from gpucore.amcss.paired import other_way, paired_record, way_record, arcs_probed
     sync = get_backend(prims.name).synchronize
     timer = Phases(("realization",), sync=sync)
     rounds = []

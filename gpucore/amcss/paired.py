@@ -28,8 +28,6 @@ from __future__ import annotations
 import math
 import statistics
 
-from gpucore.amcss.bounds import RoundBounds
-from gpucore.amcss.driver import PHASES, prepare_collection, reprobe_fraction, select_batch
 from gpucore.amcss.primitives import Primitives
 from gpucore.timing import Phases
 
@@ -57,27 +55,21 @@ def way_record(prims: Primitives, phases: Phases, stats: dict | None, trials: in
             "arcs": None if arcs is None or arcs_before is None else arcs - arcs_before}
 
 
-def other_way(prims: Primitives, bounds: RoundBounds, k: float, k_prev: float, rnd: int, regenerate: bool, sync,
-              target: int | None, shrink: bool) -> dict:
-    """From a snapshot of the collection, run the round's collection steps the other way (``regenerate``:
-    the way MERIT did not choose; ``target``: its set count, ``driver.update_target``), and restore
-    the snapshot. Returns the way's ``way_record``."""
-    state = prims.snapshot()
-    phases = Phases(PHASES, sync=sync)
-    arcs = arcs_probed(prims)
-    stats = prepare_collection(prims, bounds, k, k_prev, rnd, True, shrink, regenerate, phases, target)
-    seeds, coverage, trials, _accepted = select_batch(prims, bounds, k, rnd, True, phases, target)
-    out = way_record(prims, phases, stats, trials, coverage, seeds, arcs)
-    prims.restore(state)
-    return out
-
-
 def paired_record(chosen: dict, other: dict, regenerated: bool, discover_before: float) -> dict:
     """The round's ``paired`` entry from its two ways (the chosen one measured in the run itself)."""
     update, regen = (other, chosen) if regenerated else (chosen, other)
     update = {**update, "discover_before": float(discover_before)}
     update["seconds"] += update["discover_before"]
     return {"chosen": "regenerate" if regenerated else "update", "update": update, "regenerate": regen}
+
+
+def reprobe_fraction(pollution: float, k_prev: float, k: float) -> float:
+    """The share of a regeneration's probing that an Update of the same sets still does
+    (docs/amcss.md, "What an Update can save"): a polluted set (fraction ``pollution`` of the
+    collection) is rebuilt in full, a clean one keeps its entries and probes only what its new roots
+    add, about a share 1 - k_{i-1}/k_i of its new size (sets grow about linearly with their roots)."""
+    r = min(1.0, k_prev / k) if k > 0 else 1.0
+    return pollution + (1.0 - pollution) * (1.0 - r)
 
 
 def pollution_model(entries_per_set: float, activated: int, n_residual: int) -> float:
@@ -108,7 +100,7 @@ def summarize(rounds: list[dict]) -> dict:
     of each way summed over the paired rounds, MERIT's choice and the faster way per round, the
     per-round ratio regeneration / Update (median, min, max), and per round the share of the
     updated collection's entries that were probed (measured: 1 - entries copied / entries;
-    predicted: ``driver.reprobe_fraction`` from the pollution the last round left) and the size
+    predicted: ``reprobe_fraction`` from the pollution the last round left) and the size
     of the updated collection against the regenerated one (entries): their product is the
     Update's probing against the regeneration's."""
     paired = [(prev, rd) for prev, rd in zip(rounds, rounds[1:]) if "paired" in rd]
