@@ -128,6 +128,6 @@ def test_threads_are_not_configuration_and_paper_algorithms_fix_theirs(validator
     assert merit["algorithms"]["pasti"]["threads"] == 16  # PASTI-16
     gim = yaml.safe_load((ROOT / "config" / "gim.yaml").read_text())
     assert gim["algorithms"]["imm1"]["threads"] == 1 and gim["algorithms"]["imm16"]["threads"] == 16
-    assert all(a.get("options") == "--sampler gim" for a in gim["algorithms"].values())  # gIM's sampler, no more
+    assert all(a.get("sampler") == "gim" and "options" not in a for a in gim["algorithms"].values())  # gIM's sampler
     slurm = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
     assert "set-threads" not in slurm and slurm["max-threads"] >= 1  # set-threads would override PASTI-16's 16

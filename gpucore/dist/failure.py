@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import traceback
 from typing import Callable
 
 from gpucore.dist.comm import Communicator
 from gpucore.errors import GpucoreError
+
+
+#: seconds a failing rank waits between writing its report and ending every rank
+ABORT_GRACE = 0.5
 
 
 def run_guarded(comm: Communicator, fn: Callable[[], int]) -> int:
@@ -41,6 +46,7 @@ def run_guarded(comm: Communicator, fn: Callable[[], int]) -> int:
     sys.stderr.write(report + "\n")
     sys.stderr.flush()
     if comm.size > 1:
+        time.sleep(ABORT_GRACE)  # the launcher forwards the report before the abort ends its streams
         comm.abort(status)
     return status
 
