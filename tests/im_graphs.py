@@ -93,6 +93,28 @@ def hub_heavy_graph(nodes=60_000, edges=400_000, hubs=4, fans=15_000, seed=2):
     return from_arcs(nodes, src, dst, 1.0 / indeg[dst])
 
 
+def lt_hubs_graph(leaves=3000, seed=7):
+    """LT walks through long in-rows: hub 0 has an in-arc from every leaf with unequal weights summing to
+    0.9 (walks may stop there; the first third 10x heavier, so an interpolated guess misses both ways), hub 1 from the first 2,000 leaves with equal weights (weighted cascade);
+    every leaf has in-arcs from both hubs (0.4 each) and from two random leaves (0.1 each). Nodes 0, 1 are
+    the hubs, 2.. the leaves."""
+    rng = np.random.default_rng(seed)
+    leaf = np.arange(2, 2 + leaves)
+    w = rng.uniform(0.1, 1.0, leaves) * np.where(leaf < 2 + leaves // 3, 10.0, 1.0)  # the first third heavy
+    src = [leaf, leaf[:2000], np.zeros(leaves, np.int64), np.ones(leaves, np.int64)]
+    dst = [np.zeros(leaves, np.int64), np.ones(2000, np.int64), leaf, leaf]
+    prob = [0.9 * w / w.sum(), np.full(2000, 1 / 2000), np.full(leaves, 0.4), np.full(leaves, 0.4)]
+    for _ in range(2):
+        other = rng.integers(2, 2 + leaves, leaves)
+        keep = other != leaf
+        src.append(other[keep])
+        dst.append(leaf[keep])
+        prob.append(np.full(keep.sum(), 0.1))
+    src, dst, prob = np.concatenate(src), np.concatenate(dst), np.concatenate(prob)
+    key, first = np.unique(src * (2 + leaves) + dst, return_index=True)
+    return from_arcs(2 + leaves, src[first], dst[first], prob[first])
+
+
 def star_graph(d=1000, p=0.125):
     """Hub 0 with d in-arcs at p (a skipping node with about d p live in-arcs: several 32-jump steps per
     expansion), and an arc 0 -> every leaf at p = 1, so that every RR set expands the hub."""

@@ -20,7 +20,7 @@ from gpucore.im.engine import make_engine, stepwise_greedy
 from gpucore.im.emulated import available, emulated_engine
 from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
-from tests.im_graphs import hubs_graph, star_graph
+from tests.im_graphs import hubs_graph, lt_hubs_graph, star_graph, wc_graph
 
 pytestmark = pytest.mark.skipif(not available(), reason="g++ not available")
 
@@ -35,16 +35,6 @@ def same_sets(a, b):
     np.testing.assert_array_equal(ca[1], cb[1])
 
 
-def wc_graph(n=300, deg=6, seed=1):
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, n, n * deg)
-    dst = rng.integers(0, n, n * deg)
-    key = np.unique(src[src != dst] * n + dst[src != dst])
-    src, dst = key // n, key % n
-    indeg = np.bincount(dst, minlength=n)
-    return from_arcs(n, src, dst, 1.0 / indeg[dst])
-
-
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 2), ("LT", 2)])
 def test_sets_equal_cpu(model, rounds):
     g = wc_graph()
@@ -52,6 +42,16 @@ def test_sets_equal_cpu(model, rounds):
         want = cpu_sets(g, model, rounds, 5, j0, 400)
         got = engine_sets(emulated_engine(g, model, rounds, 5), j0, 400, batch=150)
         same_sets(want, got)
+
+
+@pytest.mark.parametrize("graph", ["lt_hubs", "hubs"])
+def test_lt_long_rows_equal_cpu(graph):
+    """The warp's LT choice in rows of 31 to 3,000 in-arcs: the interpolated probe (equal weights: hub 1 of
+    lt_hubs, the hubs' rows of hubs_graph) and the 32-ary narrowing (unequal weights: hub 0, several rounds)."""
+    g = lt_hubs_graph() if graph == "lt_hubs" else hubs_graph()
+    want = cpu_sets(g, "LT", 1, 3, 0, 600)
+    assert np.diff(want[0]).mean() > 3  # walks pass the hubs
+    same_sets(want, engine_sets(emulated_engine(g, "LT", 1, 3), 0, 600, batch=256))
 
 
 def hub_graph(h, leaves, p_back=0.6):
@@ -114,18 +114,22 @@ def test_pool_overflow_retry():
     same_sets(want, got)
 
 
+@pytest.mark.parametrize("block", [True, False])
 @pytest.mark.parametrize("rounds,k", [(1, 4), (2, 3)])
-def test_greedy_kernels_equal_cpu(rounds, k):
+def test_greedy_kernels_equal_cpu(rounds, k, block):
+    """The greedy of im_greedy.cu, every step in one block (im_greedy_block) or two launches a step."""
     g = wc_graph(150, 5, seed=4)
     cpu_eng = make_engine(g, "IC", rounds, 2, get_backend("cpu"))
     coll = cpu_eng.collection(0)
     cpu_eng.sample_into(coll, 500, 0.0)
     emu = emulated_engine(g, "IC", rounds, 2)
     a = cpu_eng.greedy(coll, k)
-    b = emu.greedy(coll, k)  # NumPy collection, kernels of im_greedy.cu
+    b = emu.selector.greedy(coll, k, block=block)  # NumPy collection, kernels of im_greedy.cu
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
     assert a[2] == b[2]
+    if block:  # the rest is the same either way
+        return
     assert emu.coverage_bound(coll, k) == cpu_eng.coverage_bound(coll, k)
     assert emu.coverage(coll, a[0][:2]) == cpu_eng.coverage(coll, a[0][:2])
     # the step interface of a distributed run (argmax of given counts, cover) on the kernels
@@ -144,8 +148,9 @@ def test_greedy_ties_and_zero_gain_steps():
     be = get_backend("cpu")
     coll = RRCollection(np, be, 0, 6, 1)
     coll.append(np.array([2, 2, 2]), [(0, np.array([3, 1, 2, 0, 5, 4], dtype=np.int32))])
-    chosen, gains, covered = emulated_engine(g, "IC").greedy(coll, 5)
-    assert chosen.tolist() == [0, 1, 4, 2, 3] and gains.tolist() == [1, 1, 1, 0, 0] and covered == 3
+    for block in (True, False):
+        chosen, gains, covered = emulated_engine(g, "IC").selector.greedy(coll, 5, block=block)
+        assert chosen.tolist() == [0, 1, 4, 2, 3] and gains.tolist() == [1, 1, 1, 0, 0] and covered == 3
 
 
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 2)])

@@ -36,6 +36,11 @@ WARPS_PER_BLOCK = 2
 #: tier-1 staging entries per warp: at least this many, more when memory allows
 MIN_STAGE = 4096
 MAX_STAGE = 1 << 20
+#: collections this small run the whole greedy in one launch of one block (im_greedy_block): a universe
+#: (n x rounds) and a total of elements at most these; above, a step is two grid-wide launches
+BLOCK_GREEDY_UNIVERSE = 1 << 17
+BLOCK_GREEDY_ELEMENTS = 1 << 21
+BLOCK_GREEDY_THREADS = 1024
 
 
 def _i64(x):
@@ -336,6 +341,7 @@ class CUDASelector(_Device):
         self.k_argmax = gmod.get_function("im_argmax")
         self.k_take = gmod.get_function("im_take")
         self.k_hits = gmod.get_function("im_hits")
+        self.k_block = gmod.get_function("im_greedy_block")
         self.sms, _per_sm = self._device_facts()
 
     def start(self, coll, k: int) -> CUDASelection:
@@ -370,12 +376,28 @@ class CUDASelector(_Device):
                                           hits))
         return _host_int(be, hits)
 
-    def greedy(self, coll, k: int):
+    def warm_up(self, coll, k: int) -> None:
+        """Both ways of ``greedy`` once (``Engine.warm_up``): a small warm-up collection alone would take
+        only the one-block way, and a large run's phases the other."""
+        self.greedy(coll, k, block=True)
+        self.greedy(coll, k, block=False)
+
+    def greedy(self, coll, k: int, block: bool | None = None):
+        """k seeds per round: every step in one block (``im_greedy_block``) when the universe and the
+        collection are at most ``BLOCK_GREEDY_UNIVERSE`` / ``BLOCK_GREEDY_ELEMENTS`` (or ``block`` says
+        so), else two launches a step; the same choices either way (``tests/test_im_emulated.py``)."""
         sel = self.start(coll, k)
         steps = int(k) * self.rounds
         keys = self.backend.zeros((max(steps, 1),), np.uint64, what="greedy keys")
-        for it in range(steps):
-            sel.launch_step(keys, it)
+        if block is None:
+            block = self.n * self.rounds <= BLOCK_GREEDY_UNIVERSE and int(coll.total) <= BLOCK_GREEDY_ELEMENTS
+        if block:
+            self.k_block((1,), (BLOCK_GREEDY_THREADS,), (
+                sel.inv_ptr, sel.inv_sets, sel.offsets, sel.nodes, _i64(self.n), _i64(self.rounds), np.int32(k),
+                _i64(steps), sel.covered_flags, sel.counts, sel.taken, sel.per_round, keys, sel.newly))
+        else:
+            for it in range(steps):
+                sel.launch_step(keys, it)
         chosen, gains = decode_keys(self.backend.to_host(keys)[:steps])
         covered = _host_int(self.backend, sel.newly)
         if covered != int(gains.sum()):

@@ -156,7 +156,8 @@ class Engine:
           collection growing both its arrays (``reserve``: the copies of a growth);
         - the lower-bound search's test: ``coverage_bound`` with the run's k (counts, the sort of the
           (rounds, n) counts, a 64-bit sum), and ``counts`` (a distributed run's bound);
-        - selection: ``greedy`` with k seeds per round (index, scan, argmax and take kernels);
+        - selection: ``greedy`` with k seeds per round (index, scan, argmax and take kernels; the one-block
+          greedy too, through the selector's ``warm_up``);
         - the spread estimate: ``coverage``;
         - the sampler's own first uses (``sampler.warm_up()`` where it has one: the fused sampler's
           sort of more keys than one tile, its frontier-list rebuild).
@@ -171,7 +172,10 @@ class Engine:
         coll.reserve(*coll.capacity())  # both arrays grow
         self.coverage_bound(coll, k)
         self.counts(coll)
-        self.greedy(coll, k)
+        if hasattr(self.selector, "warm_up"):  # a selector with several ways to select warms up each
+            self.selector.warm_up(coll, k)
+        else:
+            self.greedy(coll, k)
         self.coverage(coll, [0])
         coll.release()
         if hasattr(self.sampler, "warm_up"):

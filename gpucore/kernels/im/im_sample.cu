@@ -17,8 +17,9 @@
 //     prefix sum turns them into the positions of the next live arcs, and the lanes whose position
 //     lies in the row offer that arc, so a step costs 32 live arcs, not 32 arcs (SUBSIM, Guo et al.,
 //     SIGMOD 2020, sec. 4);
-//   - LT: reverse random walk; the warp scans the node's in-arcs for the one whose fixed-point
-//     interval [Q_{a-1}, Q_a) holds r (ballot), stopping on none or on a visited node;
+//   - LT: reverse random walk; the warp finds the in-arc whose fixed-point interval [Q_{a-1}, Q_a)
+//     holds r (im_lt_pick: an interpolated probe, then 32-ary narrowing), stopping on none or on a
+//     visited node;
 //   - members (root first) are appended to the block's staging buffer as they are enqueued;
 //     element = t * n + node for round t (MRIM; t = 0 for IM);
 //   - a finished set reserves its size in `pool` with one atomicAdd and is copied there; its
@@ -46,6 +47,41 @@ static_assert(IM_WARPS >= 1 && IM_WARPS <= 32, "IM_WARPS: 1 .. 32 warps per bloc
 
 #define IM_FULL 0xffffffffu
 #define IM_QMASK (IM_QS - 1)
+
+// LT's choice at a node whose in-arcs are [beg, end): the first a with qcum[a] > r (the caller has checked
+// qcum[end - 1] > r), i.e. the arc whose interval [Q_{a-1}, Q_a) holds r, found by the whole warp. First one
+// coalesced probe of the 32 arcs around the interpolated position beg + d r / Q_last, which holds the answer
+// when the weights are equal (weighted cascade); then 32-ary narrowing, each round one read per lane, so a
+// hub of 200,000 in-arcs costs about four rounds where a linear scan costs thousands.
+// Invariant: the answer lies in [lo, hi], qcum[hi] > r, and lo == beg or qcum[lo - 1] <= r.
+__device__ __forceinline__ gc_i64 im_lt_pick(const gc_i64* __restrict__ qcum, gc_i64 beg, gc_i64 end, gc_i64 r,
+                                             int lane) {
+    gc_i64 lo = beg, hi = end - 1;
+    if (hi - lo >= 32) {
+        const double frac = (double)r / (double)qcum[hi];
+        gc_i64 w0 = beg + (gc_i64)(frac * (double)(end - beg)) - 15;
+        w0 = w0 < lo ? lo : (w0 > hi - 31 ? hi - 31 : w0);
+        const unsigned m = __ballot_sync(IM_FULL, qcum[w0 + lane] > r);
+        if (m == 0u) {
+            lo = w0 + 32;
+        } else {
+            const int f = __ffs(m) - 1;
+            if (f > 0 || w0 == lo) return w0 + f;
+            hi = w0;
+        }
+    }
+    while (hi - lo >= 32) {
+        const gc_i64 span = hi - lo;
+        const unsigned m = __ballot_sync(IM_FULL, qcum[lo + span * (lane + 1) / 32] > r);  // lane 31 reads hi
+        const int f = __ffs(m) - 1;
+        const gc_i64 top = lo + span * (f + 1) / 32;
+        if (f > 0) lo = lo + span * f / 32 + 1;
+        hi = top;
+    }
+    const gc_i64 a = lo + lane;
+    const unsigned m = __ballot_sync(IM_FULL, a <= hi && qcum[a] > r);
+    return lo + (__ffs(m) - 1);
+}
 
 // Builds RR set j in `stage` (all lanes call it with the same arguments). Returns its size, or -1
 // when it does not fit in stage_cap (then every mark it set is cleared again).
@@ -76,21 +112,7 @@ __device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const in
                 const gc_i64 r = gc_lt_draw(gc_mix5(seed, GC_STREAM_LT_CHOICE, s, (gc_u64)v, 0ULL));
                 const gc_i64 beg = in_indptr[v], end = in_indptr[v + 1];
                 if (beg == end || qcum[end - 1] <= r) break;  // no live in-arc
-                gc_i64 pick = -1;
-                for (gc_i64 base = beg; base < end; base += 32) {
-                    const gc_i64 a = base + lane;
-                    bool hit = false;
-                    if (a < end) {
-                        const gc_i64 lo = (a == beg) ? 0 : qcum[a - 1];
-                        hit = (lo <= r) && (r < qcum[a]);
-                    }
-                    const unsigned m = __ballot_sync(IM_FULL, hit);
-                    if (m) {
-                        pick = base + (__ffs(m) - 1);
-                        break;
-                    }
-                }
-                if (pick < 0) break;
+                const gc_i64 pick = im_lt_pick(qcum, beg, end, r, lane);
                 const int u = in_src[pick];
                 unsigned old = 0;
                 if (lane == 0) old = atomicOr(&bm[u >> 5], 1u << (u & 31));
