@@ -198,7 +198,9 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
                 if flags & _LIST_OVERFLOW:
                     self._grow_lists(c, used)
                 st.add("regrowths", 1)
-        if int(xp.count_nonzero(trav_size < 0)):
+        # a scan, not count_nonzero: CuPy builds its CUB reduction per size class of the input, so a large
+        # piece compiled one inside the timed phase (seconds, in a fresh cache); the scan's kernel is one
+        if int(xp.cumsum(trav_size < 0, dtype=np.int64)[-1]):
             raise RuntimeError("fz_extract left traversals unfinished (internal error)")
         self._clean = True
         st.add_kernel_counters(be.to_host(self.counters))
