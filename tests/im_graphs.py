@@ -40,6 +40,21 @@ def pa_graph(nodes=3000, edges=20000, seed=3, prob=None):
     return from_arcs(nodes, src, dst, prob)
 
 
+def _with_leaf_arcs(rng, leaf, src, dst, prob, p):
+    """The graph of the arc lists ``src``/``dst``/``prob`` (lists of arrays; nodes 0 .. leaf[-1]) plus two
+    random leaf-to-leaf in-arcs of every leaf at ``p``; of parallel arcs the first listed is kept."""
+    n = int(leaf[-1]) + 1
+    for _ in range(2):
+        other = rng.integers(int(leaf[0]), n, leaf.size)
+        keep = other != leaf
+        src.append(other[keep])
+        dst.append(leaf[keep])
+        prob.append(np.full(keep.sum(), p))
+    src, dst, prob = np.concatenate(src), np.concatenate(dst), np.concatenate(prob)
+    _, first = np.unique(src * n + dst, return_index=True)
+    return from_arcs(n, src[first], dst[first], prob[first])
+
+
 def hubs_graph(leaves=300, seed=5):
     """Hubs whose in-rows skip (``gpucore.im.skipping``) beside rows that keep coins, RR sets passing several.
 
@@ -65,15 +80,7 @@ def hubs_graph(leaves=300, seed=5):
         src.append(np.full(leaves, hub))
         dst.append(leaf)
         prob.append(np.full(leaves, 0.3))
-    for _ in range(2):
-        other = rng.integers(6, 6 + leaves, leaves)
-        keep = other != leaf
-        src.append(other[keep])
-        dst.append(leaf[keep])
-        prob.append(np.full(keep.sum(), 0.2))
-    src, dst, prob = np.concatenate(src), np.concatenate(dst), np.concatenate(prob)
-    key, first = np.unique(src * (6 + leaves) + dst, return_index=True)
-    return from_arcs(6 + leaves, src[first], dst[first], prob[first])
+    return _with_leaf_arcs(rng, leaf, src, dst, prob, 0.2)
 
 
 def hub_heavy_graph(nodes=60_000, edges=400_000, hubs=4, fans=15_000, seed=2):
@@ -104,15 +111,7 @@ def lt_hubs_graph(leaves=3000, seed=7):
     src = [leaf, leaf[:2000], np.zeros(leaves, np.int64), np.ones(leaves, np.int64)]
     dst = [np.zeros(leaves, np.int64), np.ones(2000, np.int64), leaf, leaf]
     prob = [0.9 * w / w.sum(), np.full(2000, 1 / 2000), np.full(leaves, 0.4), np.full(leaves, 0.4)]
-    for _ in range(2):
-        other = rng.integers(2, 2 + leaves, leaves)
-        keep = other != leaf
-        src.append(other[keep])
-        dst.append(leaf[keep])
-        prob.append(np.full(keep.sum(), 0.1))
-    src, dst, prob = np.concatenate(src), np.concatenate(dst), np.concatenate(prob)
-    key, first = np.unique(src * (2 + leaves) + dst, return_index=True)
-    return from_arcs(2 + leaves, src[first], dst[first], prob[first])
+    return _with_leaf_arcs(rng, leaf, src, dst, prob, 0.1)
 
 
 def star_graph(d=1000, p=0.125):
