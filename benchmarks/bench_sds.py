@@ -2,7 +2,8 @@
 """Benchmark of issue 16, item 6: structural diversity search, sequential CPU / parallel CPU / one GPU.
 
     python3 benchmarks/bench_sds.py OUT --data .shared_data [--graphs wiki-vote,epinions,gowalla,
-        livejournal,orkut] [--parts table2,k,t] [--modes gpu,cpu,cpu1] [--budget 540] [--cpu-threads 16]
+        livejournal,orkut] [--parts table2,k,t] [--models comp,core,truss] [--modes gpu,cpu,cpu1]
+        [--budget 540] [--cpu-threads 16]
 
 Parts:
 - ``table2``: the paper's Table 2 (k = 4, t = 100; comp, core, truss) on wiki-Vote and soc-Epinions1
@@ -212,6 +213,7 @@ def main(argv=None) -> int:
     p.add_argument("--graphs", default="wiki-vote,epinions,gowalla,livejournal,orkut")
     p.add_argument("--figure-graphs", default="epinions,livejournal", help="graphs of the k and t parts")
     p.add_argument("--parts", default="table2,k,t", help="table2, k, t")
+    p.add_argument("--models", default=",".join(MODELS), help="comp, core, truss (a subset reruns only those cells)")
     p.add_argument("--modes", default="gpu,cpu,cpu1", help="gpu, cpu (--cpu-threads), cpu1 (sequential)")
     p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole run (cells beyond it skipped)")
     p.add_argument("--cpu-threads", type=int, default=16)
@@ -247,12 +249,15 @@ def main(argv=None) -> int:
         return loaded[key]
 
     modes = bench.modes
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if unknown := set(models) - set(MODELS):
+        p.error(f"--models: unknown {sorted(unknown)}; choose from {', '.join(MODELS)}")
     if "table2" in parts:
         for key in keys:
             graph = graph_of(key)
             if graph is None:
                 continue
-            for model in MODELS:
+            for model in models:
                 cell = bench.cell("table2", key, graph, model, 4, 100, modes)
                 cell["paper"] = dict(zip(("cpu_div", "mcpu_div_6t", "gpu_div_1v100", "mgpu_div_d_4v100"),
                                          PAPER[key][model]))
@@ -263,7 +268,7 @@ def main(argv=None) -> int:
             graph = graph_of(key)
             if graph is None:
                 continue
-            for model in MODELS:
+            for model in models:
                 for k, t in values:
                     bench.cell(part, key, graph, model, k, t, [m for m in modes if m != "cpu1"])
     bench.save()
