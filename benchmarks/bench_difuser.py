@@ -4,7 +4,7 @@
     python3 benchmarks/bench_difuser.py OUT [--graphs youtube,pokec,livejournal,orkut]
         [--settings p005,p01,p1,n005,u01] [--parts difuser,imm] [--samplings xor,keyed] [--refines 32]
         [--budget 540] [--k 50] [--registers 1024] [--imm-eps 0.5] [--oracle-runs 2000]
-        [--custom NODES,EDGES[,undirected]]
+        [--custom NODES,EDGES[,undirected]] [--gim PATH/TO/gIM]
 
 Graphs: generated stand-ins of the sizes of the paper's YouTube, Pokec, LiveJournal and Orkut (SNAP's
 n and m; YouTube and Orkut undirected, both arcs stored), preferential-attachment graphs with seed 1
@@ -17,6 +17,11 @@ Per cell (graph, setting): DiFuseR on the GPU for every --samplings and --refine
 threshold 0.01, the default estimator; refine 0 is the paper's selection by the sketch score
 alone), IMM on the GPU at eps = 0.5 (the paper's setting for gIM); the seeds of each are scored by
 the oracle on the GPU (--oracle-runs Monte-Carlo runs, the same worlds for every seed set).
+With ``--gim`` (an executable of the public gIM code, LIS-Laboratory/gim, built for example by the
+im-vs-gim kit's ``gim/build.sh``) gIM runs too, at the same eps, on the same arcs and float32
+probabilities (``benchmarks/gim_peer.py`` writes its text input): its time is its own CUDA-event
+timer around the solve (no parsing, CSR build or copies; ``wall`` has them), its seeds are scored
+by the same oracle, and a run that fails (out of memory, the paper's "-") is recorded with why.
 ``--backend cpu`` runs the same on the CPU: a smoke test of this script on small --custom graphs.
 Times are whole solver calls (host-to-device copies included) after a warm-up that compiles the
 kernels; peak device memory from CuPy's pool. An out-of-memory IMM is recorded as such
@@ -103,7 +108,8 @@ def main(argv=None) -> int:
     p.add_argument("out", help="output folder (bench_difuser.json, bench_difuser.md)")
     p.add_argument("--graphs", default="youtube,pokec,livejournal,orkut")
     p.add_argument("--settings", default=",".join(SETTINGS))
-    p.add_argument("--parts", default="difuser,imm", help="solvers to run: difuser, imm")
+    p.add_argument("--parts", default="difuser,imm", help="solvers to run: difuser, imm (and gim with --gim)")
+    p.add_argument("--gim", default=None, help="gIM's executable: adds the solver gim")
     p.add_argument("--samplings", default="xor,keyed")
     p.add_argument("--refines", default="32", help="DiFuseR --refine values (0: the paper's selection)")
     p.add_argument("--budget", type=float, default=540.0,
@@ -145,7 +151,7 @@ def main(argv=None) -> int:
                                                      "oracle_runs", "seed", "samplings", "refines", "parts")},
         "cells": [],
     }
-    solvers = [s.strip() for s in args.parts.split(",") if s.strip()]
+    solvers = [s.strip() for s in args.parts.split(",") if s.strip()] + (["gim"] if args.gim else [])
     samplings = [s.strip() for s in args.samplings.split(",") if s.strip()]
     refines = [int(r) for r in args.refines.split(",") if r.strip()]
 
@@ -181,8 +187,9 @@ def main(argv=None) -> int:
             report["cells"].append(cell)
             runs = [(f"difuser-{s}-refine{r}", s, r) for s in samplings for r in refines if "difuser" in solvers]
             runs += [("imm", None, None)] if "imm" in solvers else []
+            runs += [("gim", None, None)] if "gim" in solvers else []
             for name, sampling, refine in runs:
-                solver = "difuser" if sampling else "imm"
+                solver = "difuser" if sampling else name
                 need = longest[solver] * 1.5 if solver in longest else 120.0
                 if need > remaining():
                     cell[name] = {"skipped": f"predicted {need:.0f}s, {max(0.0, remaining()):.0f}s left"}
@@ -195,6 +202,13 @@ def main(argv=None) -> int:
                         row = {k: res[k] for k in ("seconds", "seconds_by_phase", "estimated_spread",
                                                    "rebuild_rounds", "simulate_sweeps", "peak_device_memory",
                                                    "register_bytes", "seed_ids")}
+                    elif name == "gim":
+                        row = run_gim(graph, out / "gim-input.txt", args, remaining())
+                        if "failed" in row:
+                            cell[name] = row
+                            log(f"{key} {setting} gim: failed ({row['failed']}): {' | '.join(row['tail'])}")
+                            longest[solver] = max(longest.get(solver, 0.0), row["wall"])
+                            continue
                     else:
                         res = imm(graph, args.k, args.imm_eps, "IC", seed=args.seed, backend=be)
                         row = {k: res[k] for k in ("seconds", "seconds_by_phase", "estimated_spread", "theta",
@@ -203,7 +217,7 @@ def main(argv=None) -> int:
                     cell[name] = {"out_of_memory": str(exc)}
                     log(f"{key} {setting} {name}: out of memory ({exc})")
                     continue
-                longest[solver] = max(longest.get(solver, 0.0), row["seconds"])
+                longest[solver] = max(longest.get(solver, 0.0), row.get("wall", row["seconds"]))
                 sp = spread(graph, row.pop("seed_ids"), "IC", runs=args.oracle_runs, seed=7, backend=be)
                 row.update(oracle=sp.mean, oracle_stderr=sp.stderr, oracle_seconds=sp.seconds,
                            bias=row["estimated_spread"] / sp.mean - 1.0 if sp.mean else None)
@@ -211,17 +225,34 @@ def main(argv=None) -> int:
                 log(f"{key} {setting} {name}: {row['seconds']:.2f}s est {row['estimated_spread']:.0f} "
                     f"oracle {sp.mean:.0f}")
                 save()
-            base = cell.get("imm", {})
-            for name, _s, _r in runs:
-                r = cell.get(name, {})
-                if name != "imm" and "oracle" in r and "oracle" in base:
-                    r["speedup_vs_imm"] = base["seconds"] / r["seconds"]
-                    r["score_vs_imm"] = r["oracle"] / base["oracle"]
+            for ref in ("imm", "gim"):
+                base = cell.get(ref, {})
+                for name, _s, _r in runs:
+                    r = cell.get(name, {})
+                    if name != ref and "oracle" in r and "oracle" in base:
+                        r[f"speedup_vs_{ref}"] = base["seconds"] / r["seconds"]
+                        r[f"score_vs_{ref}"] = r["oracle"] / base["oracle"]
             save()
         del csr
     save()
     log(f"wrote {out / 'bench_difuser.json'} ({report['total_seconds']:.0f}s)")
     return 0
+
+
+def run_gim(graph, path: Path, args, left: float) -> dict:
+    """gIM on ``graph`` (IC, --k, --imm-eps) through its text input; the input is removed after."""
+    from benchmarks import gim_peer
+
+    try:
+        gim_peer.write_input(graph, path)
+        rec = gim_peer.run(args.gim, path, args.k, args.imm_eps, "IC", timeout=max(1.0, left))
+        seeds = rec.get("seed_ids", [])
+        if "failed" not in rec and (len(set(seeds)) != args.k or not all(0 <= v < graph.n for v in seeds)):
+            rec = {"failed": f"not {args.k} distinct vertices of the graph: {seeds[:8]}...", "tail": [],
+                   "wall": rec["wall"]}
+        return rec
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def _fmt(r: dict | None, key: str, spec: str) -> str:
@@ -231,6 +262,8 @@ def _fmt(r: dict | None, key: str, spec: str) -> str:
         return "skipped"
     if "out_of_memory" in r:
         return "OOM"
+    if "failed" in r:
+        return "OOM" if r["failed"].startswith("out of memory") else "failed"
     return format(r[key], spec) if r.get(key) is not None else "-"
 
 
@@ -238,36 +271,37 @@ def markdown(rep: dict) -> str:
     dev = rep.get("device") or {}
     pr = rep["parameters"]
     lines = [
-        "# DiFuseR vs IMM on the GPU (issue 15, item 7; the shape of the paper's Table 3)",
+        "# DiFuseR vs IMM (and gIM) on the GPU (issue 15, item 7; the shape of the paper's Table 3)",
         "",
         f"- date: {rep['date']}; commit: {rep.get('commit')}",
         f"- GPU: {dev.get('device', 'none')} ({dev.get('sm_count', '?')} SMs, "
         f"{dev.get('device_memory_bytes', 0) / 2**30:.0f} GiB), CuPy {dev.get('cupy')}",
         f"- DiFuseR: k = {pr['k']}, J = {pr['registers']} registers (worlds), rebuild threshold "
         f"{pr['rebuild_threshold']}; IMM: eps = {pr['imm_eps']}; oracle: {pr['oracle_runs']} runs on the GPU, "
-        "the same worlds for every seed set; seconds = the whole solver call",
+        "the same worlds for every seed set; seconds = the whole solver call (gIM: its own timer around its solve, "
+        "without reading its text input; wall s in the JSON)",
         "- est = the solver's own spread estimate; bias = est / oracle - 1; paper = Table 3 (1 A100): DiFuseR s / "
         "gIM s, DiFuseR score / gIM score",
         "",
         "| graph | n | m | weights | solver | seconds | peak GiB | est | oracle | bias | speedup vs IMM | "
-        "score vs IMM | paper |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "score vs IMM | speedup vs gIM | score vs gIM | paper |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in rep["cells"]:
         if "setting" not in c:
-            lines.append(f"| {c['graph']} | skipped ({c.get('skipped')}) |" + " |" * 11)
+            lines.append(f"| {c['graph']} | skipped ({c.get('skipped')}) |" + " |" * 13)
             continue
         pa = c.get("paper")
         paper = "-" if not pa else (f"{pa['difuser_seconds']} / {pa['gim_seconds'] or 'OOM'} s, "
                                     f"{pa['difuser_score']} / {pa['gim_score'] or 'OOM'}")
-        for name in [k for k in c if k.startswith("difuser-") or k == "imm"]:
+        for name in [k for k in c if k.startswith("difuser-") or k in ("imm", "gim")]:
             r = c[name]
             peak = f"{r['peak_device_memory'] / 2**30:.2f}" if "peak_device_memory" in r else "-"
             lines.append(
                 f"| {c['title']} | {c['n']:,} | {c['m']:,} | {c['weights']} | {name} | {_fmt(r, 'seconds', '.2f')} | "
                 f"{peak} | {_fmt(r, 'estimated_spread', '.0f')} | {_fmt(r, 'oracle', '.0f')} | "
                 f"{_fmt(r, 'bias', '+.3f')} | {_fmt(r, 'speedup_vs_imm', '.2f')} | {_fmt(r, 'score_vs_imm', '.4f')} | "
-                f"{paper} |")
+                f"{_fmt(r, 'speedup_vs_gim', '.2f')} | {_fmt(r, 'score_vs_gim', '.4f')} | {paper} |")
     lines += ["", f"Total benchmark time: {rep.get('total_seconds', 0):.0f} s.", ""]
     return "\n".join(lines)
 
