@@ -10,7 +10,8 @@ reads what it prints.
 - ``run(binary, path, k, eps, model, timeout)``: one run, ``gIM FILE K EPS MODEL`` (MODEL 1 = IC,
   0 = LT). Returns ``seconds`` (gIM's own CUDA-event timer around its solve: no file parsing, no CSR
   build, no host-to-device copies), ``wall`` (the whole process), ``estimated_spread``, ``theta``
-  (RR sets of its final phase), ``seed_ids``, or ``failed`` (why: a non-zero exit, an out-of-memory
+  (RR sets of its final phase), ``lower_bound_search`` (the [i, sets] pairs its OPT estimation printed),
+  ``seed_ids``, or ``failed`` (why: a non-zero exit, an out-of-memory
   message, no timing line, the time limit) with the last lines it printed.
 """
 
@@ -49,9 +50,11 @@ def parse_output(text: str) -> dict:
         return {"failed": why, "tail": text.strip().splitlines()[-TAIL_LINES:]}
     after = text[time_m.end():].strip().splitlines()
     theta_m = re.search(r"^# of required RR sets: (\d+)", text, re.M)
+    search = [[int(x), int(c)] for x, c in re.findall(r"^x: (\d+) ,ci: (\d+)", text, re.M)]
     return {"seconds": float(time_m.group(1)) / 1000.0,
             "estimated_spread": float(after[0]) if after else None,
             "theta": int(theta_m.group(1)) if theta_m else None,
+            "lower_bound_search": search,
             "seed_ids": [int(x) for x in seeds_m.group(1).split()]}
 
 

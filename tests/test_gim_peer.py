@@ -72,9 +72,11 @@ def test_input_reads_back_bit_for_bit(tmp_path):
 
 
 def test_parse_output_success_and_failures():
-    ok = gim_peer.parse_output("K = 5, eps =  0.5, model = IC\n# of required RR sets: 1234\nTime: 12.5 ms\n"
+    ok = gim_peer.parse_output("K = 5, eps =  0.5, model = IC\nEstimating OPT\nx: 1 ,ci: 500\nx: 2 ,ci: 1000\n"
+                               "# of required RR sets: 1234\nTime: 12.5 ms\n"
                                "321.25\nList of nodes in the seed set: 3 1 4 0 2\n")
-    assert ok == {"seconds": 0.0125, "estimated_spread": 321.25, "theta": 1234, "seed_ids": [3, 1, 4, 0, 2]}
+    assert ok == {"seconds": 0.0125, "estimated_spread": 321.25, "theta": 1234, "seed_ids": [3, 1, 4, 0, 2],
+                  "lower_bound_search": [[1, 500], [2, 1000]]}
     oom = gim_peer.parse_output("Estimating OPT\nterminate called ...\n  what():  cudaMalloc: out of memory\n")
     assert oom["failed"] == "out of memory" and oom["tail"][-1].endswith("out of memory")
     assert gim_peer.parse_output("Reading the input file\n")["failed"] == "no timing line"
