@@ -144,8 +144,8 @@ print(json.dumps(out))
 def test_warm_up_keeps_compilation_out_of_the_realizations(tmp_path):
     """Issue 12 item 1: a default-sized cell (pa3k of config/config.yaml, IC, eta 100, b 4) in a
     fresh process with an empty Numba cache, so that every kernel really compiles: the warm-up takes
-    it (``warm_up_seconds``) and the first realization is at most 1.5x the median of the same world
-    run again (the same work, three times). Without the warm-up the first realization of this
+    it (``warm_up_seconds``) and the first realization is at most 1.5x (+ 0.25 s) the median of the
+    same world run again (the same work, three times). Without the warm-up the first realization of this
     probe took 90 s against 2 s (checked by hand with ``warm_up=False``)."""
     graph = tmp_path / "pa3k.gcsr"
     gpucore("generate", "pa", "--nodes", 3000, "--edges", 15000, "--seed", 3, "--reciprocity", 0.6, "-o", graph)
@@ -157,4 +157,6 @@ def test_warm_up_keeps_compilation_out_of_the_realizations(tmp_path):
     assert times["PASTI"]["warm_up"] > 5 * times["PASTI"]["first"], times  # the compilation happened there...
     for name, t in times.items():
         assert t["rounds"] >= 3, (name, t)
-        assert t["first"] <= 1.5 * t["again"], (name, t)  # ...not in the first realization
+        # ...not in the first realization: compiling there costs seconds; the 0.25 s of slack absorbs the
+        # noise of a busy 2-core machine on realizations of about 0.1 s (CI once saw 0.124 s against 0.081 s)
+        assert t["first"] <= 1.5 * t["again"] + 0.25, (name, t)
