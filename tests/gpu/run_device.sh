@@ -2,7 +2,8 @@
 # The GPU machine's entry point, run as is from the repository root (no network there):
 #   bash tests/gpu/run_device.sh STAGE [STAGE ...]      logs and results under $OUT
 # Stages: info, tests-amcss and tests-other (pytest -m gpu, in two commands), bench-oracle, bench-im, bench-amcss, bench-merit,
-# bench-fuseim (BENCH_FUSEIM_ARGS, e.g. "--graphs BS,Go --budget 540"), bench-sds (BENCH_SDS_ARGS), workflow,
+# bench-fuseim (BENCH_FUSEIM_ARGS, e.g. "--graphs BS,Go --budget 540"), bench-sds (BENCH_SDS_ARGS),
+# bench-difuser (BENCH_DIFUSER_ARGS, GIM=gIM's executable), study-difuser (STUDY_DIFUSER_ARGS), workflow,
 # tests (GPU_TESTS: pytest arguments, e.g. "tests/gpu/test_im_cuda.py -k auto"), tests-dist (every
 # tests/gpu/test_dist*.py: needs two GPUs) and bench-dist (BENCH_DIST_ARGS, e.g. "--parts imm --budget 200").
 # MPI (mpi4py + MPICH) comes from carried wheels in .whl/ when the machine has no mpi4py (docs/multigpu.md).
@@ -71,6 +72,14 @@ for stage in "$@"; do
     bench-sds)
       # shellcheck disable=SC2086  # BENCH_SDS_ARGS: extra options, for example "--parts k,t --graphs livejournal"
       run_stage bench-sds python3 benchmarks/bench_sds.py "$OUT" --data .shared_data ${BENCH_SDS_ARGS:-} ;;
+    bench-difuser)
+      # shellcheck disable=SC2086  # BENCH_DIFUSER_ARGS: for example "--graphs youtube --settings p1"; GIM: gIM's
+      # executable (built from LIS-Laboratory/gim beforehand), which adds its column
+      run_stage bench-difuser python3 benchmarks/bench_difuser.py "$OUT/difuser" ${BENCH_DIFUSER_ARGS:-} \
+        ${GIM:+--gim "$GIM"} ;;
+    study-difuser)
+      # shellcheck disable=SC2086  # STUDY_DIFUSER_ARGS: for example "--graph youtube --setting p1 --refines 0,32,256"
+      run_stage study-difuser python3 benchmarks/study_difuser_worlds.py "$OUT/study-difuser" ${STUDY_DIFUSER_ARGS:-} ;;
     workflow)
       run_stage workflow bash workflow/gpu_reference.sh "$OUT" ;;
     *) echo "unknown stage $stage"; status=1 ;;
