@@ -220,6 +220,9 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="GPU runs per cell (median)")
     p.add_argument("--cache", default=GRAPH_CACHE, help="folder for the built .gcsr graphs")
     args = p.parse_args(argv)
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if unknown := set(models) - set(MODELS):  # before the warm-up, which takes a while
+        p.error(f"--models: unknown {sorted(unknown)}; choose from {', '.join(MODELS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("GPUCORE_PROGRESS", "0")
@@ -249,9 +252,6 @@ def main(argv=None) -> int:
         return loaded[key]
 
     modes = bench.modes
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
-    if unknown := set(models) - set(MODELS):
-        p.error(f"--models: unknown {sorted(unknown)}; choose from {', '.join(MODELS)}")
     if "table2" in parts:
         for key in keys:
             graph = graph_of(key)
