@@ -27,8 +27,9 @@ frontier memory on the BS-size graph at width 32); ``heuristics`` (on the TC-siz
 of --graphs, at p in --heuristic-probs and width 64: sorted vs unsorted sources, tail refill vs
 none, vertex order none / rcm / community: time, occupancy, edge reads, reorder seconds).
 
---budget: a cell is started only if its projected time (from the pilots) fits in what is left; the
-rest are skipped and marked so, never cut. Writes OUT/bench_fuseim.json, OUT/bench_fuseim.md and the
+--budget: a cell is started only if its unfused run, projected from the unfused pilot (256 sets, or 32
+where 256 would take 5 s or more), fits in what is left, and each fused run only if twice its own
+pilot's rate fits; the rest are skipped and marked so, never cut. Writes OUT/bench_fuseim.json, OUT/bench_fuseim.md and the
 figures, with device, date and commit (GPUCORE_COMMIT where there is no .git).
 """
 
@@ -58,6 +59,8 @@ GRAPHS = {
     "LJ": {"cache": "livejournal", "title": "soc-LiveJournal1 size", "nodes": 4_847_571, "edges": 68_993_773},
 }
 PILOT = 256
+SHORT_PILOT = 32  # the unfused pilot where 256 of its sets would take LONG_PILOT_SECONDS or more
+LONG_PILOT_SECONDS = 5.0
 MIN_SETS = 512
 REORDER_SECONDS_PER_ARC = 3e-6  # sequential RCM / Louvain, for the budget projection
 
@@ -108,14 +111,15 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
     t = time.perf_counter()
     unfused = make_sampler(g, "IC", 1, args.seed, be, "gim")
     cell["unfused_setup_seconds"] = time.perf_counter() - t
-    pilot_u, coll = timed_sample(unfused, PILOT, 0.0, j0=1 << 30)
-    mean = coll.mean_size
+    pilot_u, coll = timed_sample(unfused, SHORT_PILOT, 0.0, j0=1 << 30)
+    if pilot_u * PILOT / SHORT_PILOT < LONG_PILOT_SECONDS:  # cheap: the full pilot, for a steadier mean
+        coll.release()
+        pilot_u, coll = timed_sample(unfused, PILOT, 0.0, j0=1 << 30)
+    mean, per_set = coll.mean_size, pilot_u / coll.count
     coll.release()
     count = int(max(MIN_SETS, min(args.sets, args.max_elements // max(mean, 1.0))))
-    per_set = pilot_u / PILOT
     configs = variants or [({"batch_width": w}, str(w)) for w in widths]
-    projected = per_set * count * (1 + 0.5 * len(configs)) + 5.0 * len(configs)
-    projected += sum(REORDER_SECONDS_PER_ARC * g.m for opts, _ in configs if opts.get("order", "none") != "none")
+    projected = per_set * count  # the unfused run; each fused run is projected from its own pilot below
     cell.update({"sets": count, "mean_size": mean, "projected_seconds": projected})
     if projected > remaining():
         cell["skipped"] = f"projected {projected:.0f}s exceeds the remaining budget {max(0.0, remaining()):.0f}s"
@@ -133,7 +137,14 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
         t = time.perf_counter()
         eng = make_sampler(g, "IC", 1, args.seed, be, "fused", **opts)
         setup = time.perf_counter() - t
-        timed_sample(eng, PILOT, mean, j0=1 << 30)[1].release()  # warm-up (kernels, pool sizes)
+        pilot_f, warm = timed_sample(eng, PILOT, mean, j0=1 << 30)  # warm-up (kernels, pool sizes)
+        warm.release()
+        extra = REORDER_SECONDS_PER_ARC * g.m if opts.get("order", "none") != "none" else 0.0
+        if 2.0 * pilot_f / PILOT * count + extra > remaining():  # twice the pilot's rate: a margin
+            cell["fused"][label] = {"options": opts, "skipped": f"projected {2.0 * pilot_f / PILOT * count:.0f}s "
+                                    f"exceeds the remaining budget {max(0.0, remaining()):.0f}s"}
+            del eng
+            continue
         eng.reset_stats()  # count the timed run only
         secs, coll = timed_sample(eng, count, mean)
         got = fingerprint(coll)
@@ -146,9 +157,16 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
         log(f"  p={prob} {label}: {secs:.3f}s vs unfused {cell['unfused']['seconds']:.3f}s "
             f"-> {cell['unfused']['seconds'] / secs:.2f}x, occupancy {stats['occupancy']:.2%}, identical={identical}")
         del eng, coll
-    best = min(cell["fused"], key=lambda k: cell["fused"][k]["seconds"])
-    cell["best"] = {"config": best, "speedup": cell["fused"][best]["speedup"]}
+    done = measured(cell)
+    if done:
+        best = min(done, key=lambda k: done[k]["seconds"])
+        cell["best"] = {"config": best, "speedup": done[best]["speedup"]}
     return cell
+
+
+def measured(cell) -> dict:
+    """The fused runs of a cell that ran (label -> record), without those skipped for the budget."""
+    return {label: f for label, f in cell.get("fused", {}).items() if "skipped" not in f}
 
 
 def main(argv=None) -> int:
@@ -241,14 +259,14 @@ def main(argv=None) -> int:
         save()
     log(f"wrote {out / 'bench_fuseim.json'} and .md ({report['total_seconds']:.0f}s)")
     mismatches = [c for c in report["sweep"] + report["heuristics"]
-                  for f in c.get("fused", {}).values() if not f["identical"]]
+                  for f in measured(c).values() if not f["identical"]]
     return 1 if mismatches else 0
 
 
 def rows(report, part="sweep"):
     out = []
     for c in report[part]:
-        for label, f in c.get("fused", {}).items():
+        for label, f in measured(c).items():
             st = f["stats"]
             out.append({"graph": c["graph"], "p": c["prob"], "config": label, "seconds": f["seconds"],
                         "unfused_seconds": c["unfused"]["seconds"], "speedup": f["speedup"],
@@ -344,12 +362,14 @@ def markdown(rep: dict) -> str:
             lines.append(f"| {c['graph']} | {c['prob']} | {c['sets']:,} | {c['mean_size']:.1f} | skipped: "
                          f"{c['skipped']} |")
             continue
-        cells = [f"{c['fused'][w]['seconds']:.3f} s ({c['fused'][w]['speedup']:.1f}x)" if w in c["fused"] else "-"
-                 for w in rep["parameters"]["widths"].split(",")]
-        ident = all(f["identical"] for f in c["fused"].values())
+        done = measured(c)
+        cells = [f"{done[w]['seconds']:.3f} s ({done[w]['speedup']:.1f}x)" if w in done
+                 else "skipped" if w in c["fused"] else "-" for w in rep["parameters"]["widths"].split(",")]
+        ident = all(f["identical"] for f in done.values())
+        best = f"B={c['best']['config']}: {c['best']['speedup']:.1f}x" if "best" in c else "-"
         lines.append(f"| {c['graph']} | {c['prob']} | {c['sets']:,} | {c['mean_size']:.1f} | "
                      f"{c['unfused']['seconds']:.3f} | " + " | ".join(cells)
-                     + f" | B={c['best']['config']}: {c['best']['speedup']:.1f}x | {'yes' if ident else 'NO'} |")
+                     + f" | {best} | {'yes' if ident else 'NO'} |")
     t2 = [r for r in rows(rep) if r["config"] == "32" and r["graph"] == "BS"]
     if t2:
         lines += ["", "## Table 2 (BS-size graph, B = 32)", "",
@@ -366,7 +386,7 @@ def markdown(rep: dict) -> str:
             if "skipped" in c:
                 lines.append(f"| {c['graph']} | {c['prob']} | skipped: {c['skipped']} |")
                 continue
-            for label, f in c["fused"].items():
+            for label, f in measured(c).items():
                 st = f["stats"]
                 lines.append(f"| {c['graph']} | {c['prob']} | {label} | {f['seconds']:.3f} | {f['speedup']:.1f}x | "
                              f"{st['occupancy']:.2%} | {st['edge_read_ratio']:.1f} | "
