@@ -3,7 +3,7 @@
 
     python3 benchmarks/bench_fuseim.py OUT [--graphs BS,Go,PR,TC,LJ] [--parts sweep,heuristics]
         [--probs 0.05,0.1,0.2,0.3,0.4,0.5,1.0,wc] [--widths 32,64,128,256] [--sets 20000]
-        [--max-elements 1e8] [--budget 540] [--cache /tmp/gpucore-bench-graphs]
+        [--max-elements 1e8] [--min-sets 512] [--budget 540] [--cache /tmp/gpucore-bench-graphs]
 
 Graphs: preferential-attachment stand-ins (``gpucore generate pa``, seed 1, reciprocity 0.3) with the
 n and m of FuseIM's Table 1 (Neff et al., ICS '24): web-BerkStan (BS), web-Google (Go),
@@ -15,7 +15,7 @@ A cell (graph, p) samples the same RR sets j = 0 .. S-1 (run seed --seed) with t
 sampler and with the fused one at every width (default options: no reordering, sorted sources, tail
 refill). S = --sets, lowered for cells with large sets so that one collection stays below
 --max-elements elements (p = 1 makes every set the whole reachable part of the graph; the paper's
-Fig. 7 has no point there for the same reason), and at least 512. Each sampler is warmed up (kernel
+Fig. 7 has no point there for the same reason), and at least --min-sets (512). Each sampler is warmed up (kernel
 compilation, a pilot of 256 sets that also gives the mean set size) and then timed once on the S
 sets (``sample_into`` + device synchronisation; sampler construction, i.e. mask allocation, is timed
 apart as ``setup_seconds``). The two collections are compared by their offsets and a per-set
@@ -27,8 +27,7 @@ frontier memory on the BS-size graph at width 32); ``heuristics`` (on the TC-siz
 of --graphs, at p in --heuristic-probs and width 64: sorted vs unsorted sources, tail refill vs
 none, vertex order none / rcm / community: time, occupancy, edge reads, reorder seconds).
 
---budget: a cell is started only if its unfused run, projected from the unfused pilot (256 sets, or 32
-where 256 would take 5 s or more), fits in what is left, and each fused run only if twice its own
+--budget: a cell is started only if its unfused run, projected from the unfused pilot, fits in what is left, and each fused run only if twice its own
 pilot's rate fits; the rest are skipped and marked so, never cut. Writes OUT/bench_fuseim.json, OUT/bench_fuseim.md and the
 figures, with device, date and commit (GPUCORE_COMMIT where there is no .git).
 """
@@ -59,9 +58,6 @@ GRAPHS = {
     "LJ": {"cache": "livejournal", "title": "soc-LiveJournal1 size", "nodes": 4_847_571, "edges": 68_993_773},
 }
 PILOT = 256
-SHORT_PILOT = 32  # the unfused pilot where 256 of its sets would take LONG_PILOT_SECONDS or more
-LONG_PILOT_SECONDS = 5.0
-MIN_SETS = 512
 REORDER_SECONDS_PER_ARC = 3e-6  # sequential RCM / Louvain, for the budget projection
 
 
@@ -111,13 +107,10 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
     t = time.perf_counter()
     unfused = make_sampler(g, "IC", 1, args.seed, be, "gim")
     cell["unfused_setup_seconds"] = time.perf_counter() - t
-    pilot_u, coll = timed_sample(unfused, SHORT_PILOT, 0.0, j0=1 << 30)
-    if pilot_u * PILOT / SHORT_PILOT < LONG_PILOT_SECONDS:  # cheap: the full pilot, for a steadier mean
-        coll.release()
-        pilot_u, coll = timed_sample(unfused, PILOT, 0.0, j0=1 << 30)
-    mean, per_set = coll.mean_size, pilot_u / coll.count
+    pilot_u, coll = timed_sample(unfused, PILOT, 0.0, j0=1 << 30)
+    mean, per_set = coll.mean_size, pilot_u / PILOT
     coll.release()
-    count = int(max(MIN_SETS, min(args.sets, args.max_elements // max(mean, 1.0))))
+    count = int(max(args.min_sets, min(args.sets, args.max_elements // max(mean, 1.0))))
     configs = variants or [({"batch_width": w}, str(w)) for w in widths]
     projected = per_set * count  # the unfused run; each fused run is projected from its own pilot below
     cell.update({"sets": count, "mean_size": mean, "projected_seconds": projected})
@@ -179,6 +172,7 @@ def main(argv=None) -> int:
     p.add_argument("--widths", default="32,64,128,256")
     p.add_argument("--sets", type=int, default=20_000, help="RR sets per cell (fewer when sets are large)")
     p.add_argument("--max-elements", type=float, default=1e8, help="elements one collection may hold")
+    p.add_argument("--min-sets", type=int, default=512, help="fewest RR sets per cell, whatever --max-elements")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", type=float, default=540.0, help="seconds; cells that do not fit are skipped")
     p.add_argument("--cache", default=GRAPH_CACHE)
