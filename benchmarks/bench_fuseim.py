@@ -15,8 +15,8 @@ A cell (graph, p) samples the same RR sets j = 0 .. S-1 (run seed --seed) with t
 sampler and with the fused one at every width (default options: no reordering, sorted sources, tail
 refill). S = --sets, lowered for cells with large sets so that one collection stays below
 --max-elements elements (p = 1 makes every set the whole reachable part of the graph; the paper's
-Fig. 7 has no point there for the same reason), and at least --min-sets (512). Each sampler is warmed up (kernel
-compilation, a pilot of 256 sets that also gives the mean set size) and then timed once on the S
+Fig. 7 has no point there for the same reason), and at least --min-sets (512). Each sampler is warmed
+up (kernel compilation, a pilot of 256 sets that also gives the mean set size) and then timed once on the S
 sets (``sample_into`` + device synchronisation; sampler construction, i.e. mask allocation, is timed
 apart as ``setup_seconds``). The two collections are compared by their offsets and a per-set
 order-free fingerprint (``identical``); a mismatch is reported, never hidden.
@@ -27,9 +27,9 @@ frontier memory on the BS-size graph at width 32); ``heuristics`` (on the TC-siz
 of --graphs, at p in --heuristic-probs and width 64: sorted vs unsorted sources, tail refill vs
 none, vertex order none / rcm / community: time, occupancy, edge reads, reorder seconds).
 
---budget: a cell is started only if its unfused run, projected from the unfused pilot, fits in what is left, and each fused run only if twice its own
-pilot's rate fits; the rest are skipped and marked so, never cut. Writes OUT/bench_fuseim.json, OUT/bench_fuseim.md and the
-figures, with device, date and commit (GPUCORE_COMMIT where there is no .git).
+--budget: a cell is started only if its unfused run, projected from the unfused pilot, fits in what is
+left, and each fused run only if twice its own pilot's rate fits; the rest are skipped and marked so,
+never cut. Writes OUT/bench_fuseim.json, OUT/bench_fuseim.md and the figures, with device, date and commit (GPUCORE_COMMIT where there is no .git).
 """
 
 from __future__ import annotations
