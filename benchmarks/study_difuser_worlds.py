@@ -89,7 +89,8 @@ def main(argv=None) -> int:
         res = difuser(graph, args.k, registers=args.registers, sampling=args.sampling, seed=args.seed,
                       refine=refine, backend=be)
         rows.append({"solver": f"difuser-{args.sampling}-refine{refine}", "seconds": res["seconds"],
-                     "estimated_spread": res["estimated_spread"], "seed_ids": res["seed_ids"]})
+                     "estimated_spread": res["estimated_spread"], "seed_ids": res["seed_ids"],
+                     "refine_probes": res["refine_probes"], "refine_seconds": res["seconds_by_phase"]["refine"]})
     res = imm(graph, args.k, args.imm_eps, "IC", seed=args.seed, backend=be)
     rows.append({"solver": f"imm-eps{args.imm_eps}", "seconds": res["seconds"],
                  "estimated_spread": res["estimated_spread"], "seed_ids": res["seed_ids"]})
@@ -111,9 +112,11 @@ def main(argv=None) -> int:
              f"{SETTINGS[args.setting]}, k = {args.k}, J = {args.registers}, {args.sampling}",
              "", f"- date {report['date']}; commit {report['commit']}; backend {be.name}; oracle "
              f"{args.oracle_runs} runs", "",
-             "| solver | seconds | own estimate | on DiFuseR's worlds | oracle |", "|---|---:|---:|---:|---:|"]
+             "| solver | seconds | refine probes (s) | own estimate | on DiFuseR's worlds | oracle |",
+             "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['solver']} | {r['seconds']:.2f} | {r['estimated_spread']:,.1f} | "
+        probes = f"{r['refine_probes']:,} ({r['refine_seconds']:.1f})" if "refine_probes" in r else "-"
+        lines.append(f"| {r['solver']} | {r['seconds']:.2f} | {probes} | {r['estimated_spread']:,.1f} | "
                      f"{r['on_difuser_worlds']:,.1f} | {r['oracle']:,.1f} ± {1.96 * r['oracle_stderr']:,.1f} |")
     (out / "study_difuser_worlds.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

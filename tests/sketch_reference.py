@@ -99,17 +99,21 @@ def reference_difuser(graph, k: int, seed: int, worlds: int, sampling: str, thre
                       fasst: bool = True, refine: int = 0) -> tuple[list[int], list[float], list[int]]:
     """Algorithm 4 with the spec's corrections: (seeds, spread after each seed, seeds after which it rebuilt).
 
-    ``refine = L > 1``: among the L best scores (ties to the lowest id), the largest exact gain wins
-    (ties to the lowest id)."""
+    ``refine = L > 1``: among the L best scores (ties to the lowest id) and every earlier candidate not
+    chosen, the largest exact gain wins (ties to the lowest id); every gain recomputed, nothing lazy."""
     sk = ReferenceSketch(graph, seed, worlds, sampling, fasst)
     sk.build()
-    seeds, spreads, rebuilt = [], [], [0]
+    seeds, spreads, rebuilt, earlier = [], [], [0], set()
     old = 0.0
     for i in range(k):
         sc = sk.scores(table)
         free = [v for v in range(graph.n) if v not in seeds]
         top = sorted(free, key=lambda v: (-int(sc[v]), v))[: max(1, refine)]  # ties: lowest id
-        s = min(top, key=lambda v: (-sk.gain(v), v)) if refine > 1 else top[0]
+        if refine > 1:
+            earlier = (earlier | set(top)) - set(seeds)
+            s = min(earlier, key=lambda v: (-sk.gain(v), v))
+        else:
+            s = top[0]
         seeds.append(s)
         sk.cascade(s)
         score = sk.visited.sum() / worlds

@@ -19,6 +19,7 @@ Structure (the amcss model: math / layout / backend contract / driver / twin bac
                memory needed.
 - ``split``    which worlds each rank holds: the naive split or FASST, shares of 32 worlds.
 - ``local``    a process's local graph: the arcs live in at least one of its worlds.
+- ``refine``   the refinement's candidates and lazy exact gains (our addition).
 - ``driver``   Algorithm 4 (greedy loop, rebuild rule, reductions over ranks), result dict.
 - ``cpu``      the CPU engine (Numba): the reference.
 - ``cuda``     the CUDA engine (CuPy + ``gpucore/kernels/sketch/*.cu``), ``emulated`` the same kernels

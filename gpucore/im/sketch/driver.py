@@ -5,9 +5,10 @@
 1. Fill-Sketches, then Simulate until no register changes;
 2. for i = 1..k: scores = the per-vertex sums over the worlds (``layout.score_table``), summed over
    the ranks (``Reduction``); the seed is the argmax among vertices not chosen yet (ties to the
-   lowest id). With ``refine = L > 1`` (our addition, docs/difuser.md) the L best of them are
-   candidates and the seed is the one of largest *exact* marginal gain on the worlds (the registers
-   a cascade from it would newly set to -1, summed over the ranks; ties to the lowest id).
+   lowest id). With ``refine = L > 1`` (our addition, docs/difuser.md) the L best of them and every
+   earlier candidate are candidates, and the seed is the one of largest *exact* marginal gain on the
+   worlds (the registers a cascade from it would newly set to -1, summed over the ranks; ties to the
+   lowest id), evaluated lazily (``gpucore.im.sketch.refine``).
    Cascade from the seed (it becomes -1 in every world first, pitfall 3); the internal spread
    estimate is the number of -1 registers over the worlds, divided by the number of worlds;
 3. rebuild (Fill-Sketches, which resets only non-visited registers, then Simulate) when
@@ -34,6 +35,7 @@ from gpucore.dist.timed import COMMUNICATION, NestedPhases, TimedComm
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.sketch.hashing import DEFAULT_SAMPLING, SAMPLINGS, world_keys
 from gpucore.im.sketch.layout import ESTIMATORS, bytes_needed, check_registers, score_table
+from gpucore.im.sketch.refine import LazyGains
 from gpucore.im.sketch.split import DEFAULT_SPLIT, check_split, rank_worlds, world_order
 from gpucore.progress import status
 from gpucore.timing import Phases
@@ -185,6 +187,7 @@ def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fa
         return {"after_seed": after, "sweeps": int(sweeps)}
 
     builds = [build(0)]
+    lazy = LazyGains(graph.n, lambda vertices: be.to_host(reduction.sum_array(engine.gains(vertices))))
     seed_ids, spreads, picked_scores = [], [], []
     score = oldscore = 0.0
     for i in range(k):
@@ -194,8 +197,7 @@ def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fa
             candidates = top_candidates(engine, sums, chosen, max(1, refine))
         if refine > 1:
             with phases.phase("refine"):
-                gains = np.asarray(be.to_host(reduction.sum_array(engine.gains(candidates))))
-                candidates = [candidates[int(np.lexsort((candidates, -gains))[0])]]
+                candidates = [lazy.choose(candidates)]
         s = candidates[0]
         picked_scores.append(int(sums[s]))
         chosen[s] = 1
@@ -229,6 +231,7 @@ def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fa
         "estimator": estimator,
         "rebuild_threshold": float(rebuild_threshold),
         "refine": refine,
+        "refine_probes": lazy.probes,
         "seed_ids": seed_ids,
         "seeds": [int(orig[x]) for x in seed_ids],
         "estimated_spread": float(score),

@@ -65,4 +65,7 @@ def compact(xp, n: int, indptr, dst, thr, hashes, keyed: bool, flags, id_dtype) 
     touched = xp.zeros(n, dtype=xp.bool_)
     touched[local_dst] = True
     touched |= local_indptr[1:] > local_indptr[:-1]
-    return LocalArcs(local_indptr, local_dst, thr[kept], words, int(kept.shape[0]), int(touched.sum()))
+    # a scan, not touched.sum(): CuPy compiles its CUB reduction per size class of the input, which
+    # cost a first solve about 10 s at YouTube size (a warm-up on a small graph compiles another class)
+    vertices = int(xp.cumsum(touched, dtype=xp.int64)[-1]) if n else 0
+    return LocalArcs(local_indptr, local_dst, thr[kept], words, int(kept.shape[0]), vertices)
