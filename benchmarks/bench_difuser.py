@@ -200,8 +200,8 @@ def main(argv=None) -> int:
                         res = difuser(graph, args.k, registers=args.registers, sampling=sampling, seed=args.seed,
                                       rebuild_threshold=args.rebuild_threshold, refine=refine, backend=be)
                         row = {k: res[k] for k in ("seconds", "seconds_by_phase", "estimated_spread",
-                                                   "rebuild_rounds", "simulate_sweeps", "peak_device_memory",
-                                                   "register_bytes", "seed_ids")}
+                                                   "rebuild_rounds", "simulate_sweeps", "refine_probes",
+                                                   "peak_device_memory", "register_bytes", "seed_ids")}
                     elif name == "gim":
                         row = run_gim(graph, out / "gim-input.txt", args, remaining())
                         if "failed" in row:
