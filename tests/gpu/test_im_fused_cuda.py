@@ -88,10 +88,13 @@ def test_midsize_many_batches_and_levels_per_sync(midsize, model):
     # hundreds of batches in flight on every SM
     graphs, reference = midsize
     g, want = graphs[model], reference(model, 40_000)
-    for kw in ({}, {"levels_per_sync": 1, "max_batches": 7}, {"batch_width": 256, "levels_per_sync": 16}):
+    for kw in ({}, {"levels_per_sync": 1, "max_batches": 7}, {"batch_width": 256, "levels_per_sync": 16},
+               {"level_graphs": False}, {"levels_per_sync": 3, "max_batches": 5}):
         eng = fused(g, model, 1, 3, **kw)
         same_sets(want, engine_sets(eng, 5, 40_000, batch=15_000))
         assert_clean(eng)
+        s = eng.stats()  # blocks after the first of a piece replay a CUDA graph, unless turned off
+        assert (s["level_replays"] > 0 and s["level_captures"] > 0) == kw.get("level_graphs", True)
 
 
 # (model, max_batches, width, levels_per_sync, tail, sets per call): fewer batches than a call needs, so

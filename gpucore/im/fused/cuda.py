@@ -50,6 +50,43 @@ def _i64(x):
     return np.int64(int(x))
 
 
+def _launch(kernel, grid, block, args) -> None:
+    kernel(grid, block, args)
+
+
+class LevelCapture:
+    """Kernel launches captured once and replayed as one unit.
+
+    On a CUDA device: stream capture into a CUDA graph on a stream of its own, replayed on that stream
+    (a blocking stream, so the legacy default stream on which everything else runs orders with it both
+    ways). Elsewhere (the CPU emulator): the launches are recorded with their arguments and replayed in
+    order. Either way a replay uses the arguments of the capture, which is what tests of regrowth need."""
+
+    def __init__(self, backend):
+        self.cuda = bool(backend.is_cuda)
+        self.stream = backend.xp.cuda.Stream(non_blocking=False) if self.cuda else None
+
+    def capture(self, run):
+        """run(launch) issues the launches through ``launch``; returns the replay (a callable)."""
+        if self.cuda:
+            stream = self.stream
+            with stream:
+                stream.begin_capture()
+                try:
+                    run(_launch)
+                finally:
+                    graph = stream.end_capture()
+            return lambda: graph.launch(stream)
+        calls = []
+        run(lambda kernel, grid, block, args: calls.append((kernel, grid, block, args)))
+
+        def replay() -> None:
+            for kernel, grid, block, args in calls:
+                kernel(grid, block, args)
+
+        return replay
+
+
 def batch_bytes(n: int, words: int) -> int:
     """Device bytes of one batch: vis + nxt + touched (n W words each) + slot and control words."""
     return 12 * int(n) * words + 20 * 32 * words + 8 * words + 4
@@ -64,7 +101,8 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
 
     def __init__(self, graph, model: str, rounds: int, seed: int, backend, batch_width: int = 64, order: str = "none",
                  sorted_sources: bool = True, tail: str = "refill", max_batches: int | None = None,
-                 levels_per_sync: int = 4, mask_fraction: float = 0.2, expand_threads: int = 256):
+                 levels_per_sync: int = 4, mask_fraction: float = 0.2, expand_threads: int = 256,
+                 level_graphs: bool = True):
         self.options = opts = FusedOptions(batch_width, order, sorted_sources, tail)
         if not (0.0 < float(mask_fraction) <= 0.9):
             raise GpucoreError(f"mask_fraction {mask_fraction}: must lie in (0, 0.9]")
@@ -78,6 +116,8 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         super().__init__(graph, model, rounds, seed, backend)  # uploads _graph_arrays: the traversal layout
         be, n = backend, self.n
         self.levels_per_sync = int(levels_per_sync)
+        self.level_graphs = bool(level_graphs)
+        self._capture = LevelCapture(backend)
         self.expand_threads = int(expand_threads)
         mod = self._load("im/im_fused")
         self.k_keys = mod.get_function("fz_keys")
@@ -177,10 +217,9 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         with st.phases.phase("traverse"):
             step(None, 0)  # load every batch
             c, last = 0, None
+            block = self._block_runner(step)
             while True:
-                for _ in range(self.levels_per_sync):
-                    step(c, c ^ 1)
-                    c ^= 1
+                c = block(c)
                 ctl = be.to_host(self.ctl)
                 flags, done = int(ctl[_FLAGS]), int(ctl[_WRITTEN])
                 if not flags:
@@ -198,6 +237,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
                 if flags & _LIST_OVERFLOW:
                     self._grow_lists(c, used)
                 st.add("regrowths", 1)
+                block = self._block_runner(step)  # the captured launches point at the old pool or lists
         # a scan, not count_nonzero: CuPy builds its CUB reduction per size class of the input, so a large
         # piece compiled one inside the timed phase (seconds, in a fresh cache); the scan's kernel is one
         if int(xp.cumsum(trav_size < 0, dtype=np.int64)[-1]):
@@ -221,21 +261,22 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         lt = np.int32(1 if self.lt else 0)
         expand_blocks = self.sms * max(1, 2048 // self.expand_threads)
 
-        def step(c, idx: int) -> None:
+        def step(c, idx: int, launch=None) -> None:
+            launch = launch or _launch
             if c is not None:
-                self.k_expand((expand_blocks,), (self.expand_threads,), (
+                launch(self.k_expand, (expand_blocks,), (self.expand_threads,), (
                     d["in_indptr"], d["in_src"], d["in_eid"], d["in_prob"], d["qcum"], d["skip"], d["old_of_new"],
                     _i64(n), np.int32(W), self.seed, self.slot_key, self.slot_skey, self.vis, self.nxt, self.act,
                     self.touched, self.tbase, self.tcount, self.lists[c], self.lists[idx], np.uint64(self.list_cap),
                     self.ctl, np.int32(c), self.counters,
                 ))
-            self.k_decide((X, used), (_BATCH_THREADS,), (
+            launch(self.k_decide, (X, used), (_BATCH_THREADS,), (
                 _i64(n), np.int32(W), _i64(total), np.int32(opts.refill_threshold), d["in_indptr"], self.vis,
                 self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense, self.efin,
                 self.gcnt, self.cursor, self.tnew, self.done, self.slot_tr, trav_start, trav_size, self.ctl,
                 np.int32(idx), np.uint64(self.pool.shape[0]), self.counters,
             ))
-            self.k_extract((X, used), (_BATCH_THREADS,), (
+            launch(self.k_extract, (X, used), (_BATCH_THREADS,), (
                 lt, _i64(n), np.int32(W), self.seed, _i64(self.rounds), _i64(j_begin), _i64(total),
                 np.int32(use_order), order, d["in_indptr"], d["old_of_new"], d["new_of_old"], self.vis, self.nxt,
                 self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense, self.efin,
@@ -245,6 +286,42 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
             ))
 
         return step
+
+    def _block_runner(self, step):
+        """block(c) -> list: ``levels_per_sync`` levels from frontier list c, ending on the list it returns.
+
+        A level is three launches of kernels with about 30 arguments each, and CuPy spends tens of
+        microseconds of Python per launch: where sets are tiny that was most of a level's time (84 us a
+        level at weighted cascade on an H100, results/reference/fuseim). With ``level_graphs`` the launches
+        of a block are captured once per starting list (``LevelCapture``) and replayed as one unit. The
+        first block of a piece, and the first after a regrowth, runs plainly (a piece that ends within one
+        block never pays for a capture); the captured arguments are those of their capture, so a regrowth
+        (new pool or lists) takes a new runner."""
+        levels = self.levels_per_sync
+
+        def run(c: int, launch=None) -> int:
+            for _ in range(levels):
+                step(c, c ^ 1, launch)
+                c ^= 1
+            return c
+
+        if not self.level_graphs:
+            return run
+        captured: dict[int, object] = {}
+        started = [False]
+
+        def block(c: int) -> int:
+            if not started[0]:
+                started[0] = True
+                return run(c)
+            if c not in captured:
+                captured[c] = self._capture.capture(lambda launch: run(c, launch))
+                self._stats.add("level_captures", 1)
+            captured[c]()
+            self._stats.add("level_replays", 1)
+            return c ^ (levels & 1)
+
+        return block
 
     def _grow_pool(self, tail: int) -> None:
         cap = 2 * int(self.pool.shape[0])
