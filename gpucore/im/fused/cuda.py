@@ -291,8 +291,8 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         """block(c) -> list: ``levels_per_sync`` levels from frontier list c, ending on the list it returns.
 
         A level is three launches of kernels with about 30 arguments each, and CuPy spends tens of
-        microseconds of Python per launch: where sets are tiny that was most of a level's time (84 us a
-        level at weighted cascade on an H100, results/reference/fuseim). With ``level_graphs`` the launches
+        microseconds of Python per launch: where sets are tiny a level took 84 us at weighted cascade on
+        an H100, 59-70 us with the graphs (results/reference/fuseim). With ``level_graphs`` the launches
         of a block are captured once per starting list (``LevelCapture``) and replayed as one unit. The
         first block of a piece, and the first after a regrowth, runs plainly (a piece that ends within one
         block never pays for a capture); the captured arguments are those of their capture, so a regrowth
