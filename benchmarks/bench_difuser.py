@@ -211,8 +211,9 @@ def main(argv=None) -> int:
                             continue
                     else:
                         res = imm(graph, args.k, args.imm_eps, "IC", seed=args.seed, backend=be)
-                        row = {k: res[k] for k in ("seconds", "seconds_by_phase", "estimated_spread", "theta",
-                                                   "peak_device_memory", "seed_ids")}
+                        row = {k: res[k] for k in ("seconds", "seconds_by_phase", "warm_up_seconds",
+                                                   "estimated_spread", "theta", "sampler", "peak_device_memory",
+                                                   "seed_ids")}
                 except OutOfMemoryError as exc:
                     cell[name] = {"out_of_memory": str(exc)}
                     log(f"{key} {setting} {name}: out of memory ({exc})")
