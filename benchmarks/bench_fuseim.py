@@ -29,7 +29,8 @@ none, vertex order none / rcm / community: time, occupancy, edge reads, reorder 
 
 --budget: a cell is started only if its unfused run, projected from the unfused pilot, fits in what is
 left, and each fused run only if twice its own pilot's rate fits; the rest are skipped and marked so,
-never cut. Writes OUT/bench_fuseim.json, OUT/bench_fuseim.md and the figures, with device, date and commit (GPUCORE_COMMIT where there is no .git).
+never cut. Writes OUT/bench_fuseim.json, OUT/bench_fuseim.md and the figures, with device, date and
+commit (GPUCORE_COMMIT where there is no .git).
 """
 
 from __future__ import annotations
