@@ -3,7 +3,7 @@
 
     python3 benchmarks/bench_difuser.py OUT [--graphs youtube,pokec,livejournal,orkut]
         [--settings p005,p01,p1,n005,u01] [--parts difuser,imm] [--samplings xor,keyed] [--refines 32]
-        [--budget 540] [--k 50] [--registers 1024] [--imm-eps 0.5] [--oracle-runs 2000]
+        [--mappings warp,block] [--budget 540] [--k 50] [--registers 1024] [--imm-eps 0.5] [--oracle-runs 2000]
         [--custom NODES,EDGES[,undirected]] [--gim PATH/TO/gIM]
 
 Graphs: generated stand-ins of the sizes of the paper's YouTube, Pokec, LiveJournal and Orkut (SNAP's
@@ -112,6 +112,9 @@ def main(argv=None) -> int:
     p.add_argument("--gim", default=None, help="gIM's executable: adds the solver gim")
     p.add_argument("--samplings", default="xor,keyed")
     p.add_argument("--refines", default="32", help="DiFuseR --refine values (0: the paper's selection)")
+    p.add_argument("--mappings", default="warp",
+                   help="DiFuseR's CUDA kernel layouts: warp (ours), block (the paper's); solver names of block "
+                        "runs end in -block")
     p.add_argument("--budget", type=float, default=540.0,
                    help="seconds for the whole run (solves predicted beyond it are skipped)")
     p.add_argument("--k", type=int, default=50)
@@ -148,12 +151,14 @@ def main(argv=None) -> int:
         "benchmark": "bench_difuser", "issue": 15, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "commit": git_commit(), "device": get_backend(be).device_info(), "host": cpu_facts(),
         "parameters": {k: getattr(args, k) for k in ("k", "registers", "rebuild_threshold", "imm_eps",
-                                                     "oracle_runs", "seed", "samplings", "refines", "parts")},
+                                                     "oracle_runs", "seed", "samplings", "refines", "mappings",
+                                                     "parts")},
         "cells": [],
     }
     solvers = [s.strip() for s in args.parts.split(",") if s.strip()] + (["gim"] if args.gim else [])
     samplings = [s.strip() for s in args.samplings.split(",") if s.strip()]
     refines = [int(r) for r in args.refines.split(",") if r.strip()]
+    mappings = [m.strip() for m in args.mappings.split(",") if m.strip()]
 
     def remaining() -> float:
         return args.budget - (time.perf_counter() - started)
@@ -165,7 +170,8 @@ def main(argv=None) -> int:
 
     tiny = from_arcs(64, list(range(63)), list(range(1, 64)), 0.5)  # warm-up: compile every kernel once
     for sampling in samplings:
-        difuser(tiny, 2, registers=64, sampling=sampling, backend=be)
+        for mapping in mappings:
+            difuser(tiny, 2, registers=64, sampling=sampling, mapping=mapping, backend=be)
     imm(tiny, 2, 0.5, "IC", backend=be)
     spread(tiny, [0], "IC", runs=10, backend=be)
 
@@ -185,11 +191,12 @@ def main(argv=None) -> int:
                     "n": graph.n, "m": graph.m, "paper": None if paper is None else dict(
                         zip(("difuser_seconds", "gim_seconds", "difuser_score", "gim_score"), paper))}
             report["cells"].append(cell)
-            runs = [(f"difuser-{s}-refine{r}", s, r) for s in samplings for r in refines if "difuser" in solvers]
-            runs += [("imm", None, None)] if "imm" in solvers else []
-            runs += [("gim", None, None)] if "gim" in solvers else []
-            for name, sampling, refine in runs:
-                solver = "difuser" if sampling else name
+            runs = [(f"difuser-{s}-refine{r}" + ("-block" if m == "block" else ""), s, r, m)
+                    for s in samplings for r in refines for m in mappings if "difuser" in solvers]
+            runs += [("imm", None, None, None)] if "imm" in solvers else []
+            runs += [("gim", None, None, None)] if "gim" in solvers else []
+            for name, sampling, refine, mapping in runs:
+                solver = name if not sampling else ("difuser-block" if mapping == "block" else "difuser")
                 need = longest[solver] * 1.5 if solver in longest else 120.0
                 if need > remaining():
                     cell[name] = {"skipped": f"predicted {need:.0f}s, {max(0.0, remaining()):.0f}s left"}
@@ -198,9 +205,10 @@ def main(argv=None) -> int:
                 try:
                     if sampling:
                         res = difuser(graph, args.k, registers=args.registers, sampling=sampling, seed=args.seed,
-                                      rebuild_threshold=args.rebuild_threshold, refine=refine, backend=be)
+                                      rebuild_threshold=args.rebuild_threshold, refine=refine, mapping=mapping,
+                                      backend=be)
                         row = {k: res[k] for k in ("seconds", "seconds_by_phase", "estimated_spread",
-                                                   "rebuild_rounds", "simulate_sweeps", "refine_probes",
+                                                   "rebuild_rounds", "simulate_sweeps", "refine_probes", "mapping",
                                                    "peak_device_memory", "register_bytes", "seed_ids")}
                     elif name == "gim":
                         row = run_gim(graph, out / "gim-input.txt", args, remaining())
@@ -228,7 +236,7 @@ def main(argv=None) -> int:
                 save()
             for ref in ("imm", "gim"):
                 base = cell.get(ref, {})
-                for name, _s, _r in runs:
+                for name, *_ in runs:
                     r = cell.get(name, {})
                     if name != ref and "oracle" in r and "oracle" in base:
                         r[f"speedup_vs_{ref}"] = base["seconds"] / r["seconds"]

@@ -249,7 +249,8 @@ def _emulated(comm) -> dict:
     import gpucore.im.sketch.driver as driver
     from gpucore.im.sketch.emulated import emulated_engine
 
-    driver.make_engine = lambda graph, keys, seed, backend: emulated_engine(graph, keys, seed, slice_width=32)
+    driver.make_engine = lambda graph, keys, seed, backend, mapping: emulated_engine(graph, keys, seed,
+                                                                                    mapping=mapping, slice_width=32)
     return solve(comm, *SOLVES[1])
 
 

@@ -4,8 +4,9 @@ The unmodified ``sketch_build.cu`` / ``sketch_select.cu`` run through the real d
 ``gpucore.im.sketch.cuda`` on NumPy arrays: arc hashes, Fill, Simulate sweeps (with and without the
 dirty-vertex skip), Cascade levels with the merged queue and stamps, the exact-gain probes, Count, the score sums and
 the argmax must give the CPU engine's registers, counts, scores and seeds exactly, with the worlds in
-one launch or in slices of 32, and with random thread interleavings. Races between blocks are left
-to ``tests/gpu``.
+one launch or in slices of 32, and with random thread interleavings. Both mappings: the paper's block
+per vertex (``sketch_build.cu``, ``sketch_select.cu``) and our warp per (vertex, 32 worlds) with work
+lists (``sketch_warp.cu``). Races between blocks are left to ``tests/gpu``.
 """
 
 from __future__ import annotations
@@ -54,8 +55,11 @@ def test_local_graph_and_hashes_equal_cpu(sampling):
 
 
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])
-@pytest.mark.parametrize("kw", [{"slice_width": 32}, {"slice_width": 1024, "blocks": 3},
-                                {"slice_width": 64, "schedule_seed": 5}])
+@pytest.mark.parametrize("kw", [{"mapping": "block", "slice_width": 32},
+                                {"mapping": "block", "slice_width": 1024, "blocks": 3},
+                                {"mapping": "block", "slice_width": 64, "schedule_seed": 5},
+                                {"mapping": "warp"}, {"mapping": "warp", "blocks": 2, "warp_block": 32},
+                                {"mapping": "warp", "slice_width": 32, "schedule_seed": 5}])
 def test_every_operation_equals_cpu(sampling, kw):
     g = graph()
     cpu, emu = pair(g, sampling, **kw)
@@ -99,11 +103,12 @@ def test_argmax_ties_and_exclusion():
     assert emu.argmax(scores, chosen) == -1
 
 
-def test_long_chain_many_levels_and_sweeps():
+@pytest.mark.parametrize("mapping", ["block", "warp"])
+def test_long_chain_many_levels_and_sweeps(mapping):
     """A path 0 -> 1 -> ... -> 79 with p = 1: 79 cascade levels, 80 sweeps, every world alike."""
     n = 80
     g = from_arcs(n, np.arange(n - 1), np.arange(1, n), 1.0)
-    cpu, emu = pair(g, "xor", worlds=32)
+    cpu, emu = pair(g, "xor", worlds=32, mapping=mapping)
     for e in (cpu, emu):
         e.fill()
     assert emu.simulate() >= 2
@@ -118,19 +123,51 @@ def test_long_chain_many_levels_and_sweeps():
 def test_whole_runs_equal_cpu(monkeypatch, sampling):
     g = graph(n=50, arcs=260, seed=4)
     want = difuser(g, 5, registers=64, sampling=sampling, seed=3, backend="cpu", rebuild_threshold=0.0)
-    monkeypatch.setattr(driver, "make_engine", lambda graph, keys, seed, be: emulated_engine(graph, keys, seed,
-                                                                                            slice_width=32))
-    got = difuser(g, 5, registers=64, sampling=sampling, seed=3, backend="cpu", rebuild_threshold=0.0)
-    for key in ("seed_ids", "spread_after_seed", "selection_scores", "rebuild_rounds", "refine"):
-        assert got[key] == want[key], key
+    for mapping in ("block", "warp"):
+        monkeypatch.setattr(driver, "make_engine", lambda graph, keys, seed, be, mapping: emulated_engine(
+            graph, keys, seed, mapping=mapping, slice_width=32))
+        got = difuser(g, 5, registers=64, sampling=sampling, seed=3, backend="cpu", rebuild_threshold=0.0,
+                      mapping=mapping)
+        for key in ("seed_ids", "spread_after_seed", "selection_scores", "rebuild_rounds", "refine", "refine_probes"):
+            assert got[key] == want[key], (mapping, key)
+        assert got["mapping"] == mapping
     assert want["refine"] == 32
 
 
+def test_warp_sweeps_pull_only_what_can_change(monkeypatch):
+    """Our mapping's work lists: on the path 0 -> 1 -> ... -> 59 (p = 1, 64 worlds), the list of each
+    sweep after the first is exactly the in-neighbours of the vertices that grew in the sweep before
+    (each once), the lists shrink to nothing, and the fixpoint is the CPU's."""
+    n = 60
+    g = from_arcs(n, np.arange(n - 1), np.arange(1, n), 1.0)
+    cpu, emu = pair(g, "keyed", worlds=64, mapping="warp")
+    steps = []
+    stale = emu.k_stale
+
+    def recording(grid, block, args):
+        stale(grid, block, args)
+        changed, listed = (int(x) for x in emu.sizes)
+        steps.append((emu.changed_list[:changed].tolist(), emu.list[:listed].tolist()))
+
+    monkeypatch.setattr(emu, "k_stale", recording)
+    for e in (cpu, emu):
+        e.fill()
+    sweeps = emu.simulate()
+    cpu.simulate()
+    np.testing.assert_array_equal(emu.host_registers(), cpu.host_registers())
+    assert sweeps >= 3 and len(steps) == sweeps - 1
+    for changed, listed in steps:
+        assert len(set(changed)) == len(changed) and len(set(listed)) == len(listed)
+        assert sorted(listed) == sorted(v - 1 for v in changed if v > 0)
+    assert len(steps[0][1]) > len(steps[-1][1])
+
+
+@pytest.mark.parametrize("mapping", ["block", "warp"])
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])
-def test_full_blocks_of_1024_worlds(sampling):
+def test_full_blocks_of_1024_worlds(sampling, mapping):
     """The GPU's shape: 1024 threads (32 warps) per block, reductions over 32 warp partials."""
     g = graph(n=14, arcs=50, seed=9, high=0.9)
-    cpu, emu = pair(g, sampling, worlds=1024, blocks=2)
+    cpu, emu = pair(g, sampling, worlds=1024, blocks=2, mapping=mapping)
     table = score_table("log", g.n)
     for e in (cpu, emu):
         e.fill()

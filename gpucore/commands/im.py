@@ -16,6 +16,7 @@ from gpucore.commands.common import (
     sampler_options,
 )
 from gpucore.errors import GpucoreError
+from gpucore.im.sketch.driver import MAPPINGS
 from gpucore.im.sketch.hashing import DEFAULT_SAMPLING, SAMPLINGS
 from gpucore.im.sketch.split import DEFAULT_SPLIT, SPLITS
 
@@ -53,6 +54,9 @@ def add_arguments(parser) -> None:
     group.add_argument("--sampling", default=DEFAULT_SAMPLING, choices=SAMPLINGS,
                        help=f"xor (the paper's hash-xor worlds) or keyed (independent coins; docs/difuser.md says "
                             f"why it is the default) ({DEFAULT_SAMPLING})")
+    group.add_argument("--mapping", default="warp", choices=MAPPINGS,
+                       help="layout of the CUDA kernels' work: warp (a warp per vertex and 32 worlds, work lists; "
+                            "ours) or block (a block per vertex, the paper's); the same answer (warp)")
     group.add_argument("--world-split", default=DEFAULT_SPLIT, choices=SPLITS,
                        help=f"how the worlds are dealt to the ranks under mpiexec: fasst (by sorted world numbers: "
                             f"smaller local graphs) or naive (in draw order); the answer is the same "
@@ -106,5 +110,6 @@ def run_difuser(graph, args) -> dict:
     if args.rounds != 1:
         raise GpucoreError(f"--rounds {args.rounds}: DiFuseR selects one round of seeds")
     return difuser(graph, args.k, registers=args.registers, rebuild_threshold=args.rebuild_threshold,
-                   sampling=args.sampling, refine=args.refine, world_split=args.world_split, seed=args.seed,
+                   sampling=args.sampling, refine=args.refine, mapping=args.mapping, world_split=args.world_split,
+                   seed=args.seed,
                    backend=args.backend, memory_limit=args.memory_budget)

@@ -5,6 +5,8 @@ two minutes). Besides what the emulator checks (``tests/test_sketch_emulated.py`
 blocks at once, so the benign races of the design are exercised: in-place pulls reading registers
 that other blocks write in the same sweep, cascade blocks setting the same register to -1 and
 queueing the same vertex (deduplicated by the level stamps), probes OR-ing the same mark words.
+Both mappings of the kernels: the paper's block per vertex and our warp per (vertex, 32 worlds) with
+work lists (``gpucore.im.sketch.cuda_warp``), whose lists and fresh bits are filled by many warps at once.
 """
 
 from __future__ import annotations
@@ -41,18 +43,20 @@ def star_graph(leaves=3000):
     return from_arcs(n, src, dst, 0.5)
 
 
-def engines(graph, sampling, worlds, seed=5):
-    from gpucore.im.sketch.cuda import CUDAEngine
+def engines(graph, sampling, worlds, seed=5, mapping="warp"):
+    from gpucore.im.sketch.driver import make_engine
 
     keys = world_keys(seed, worlds, np.arange(worlds), sampling, True)
-    return CPUEngine(graph, keys, seed, get_backend("cpu")), CUDAEngine(graph, keys, seed, cuda())
+    return CPUEngine(graph, keys, seed, get_backend("cpu")), make_engine(graph, keys, seed, cuda(), mapping)
 
 
+@pytest.mark.parametrize("mapping", ["warp", "block"])
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])
 @pytest.mark.parametrize("make,worlds", [(pa_graph, 1024), (star_graph, 1024), (pa_graph, 1536)])
-def test_every_operation_equals_cpu(sampling, make, worlds):
+def test_every_operation_equals_cpu(sampling, make, worlds, mapping):
     g = make()
-    cpu, gpu = engines(g, sampling, worlds)
+    cpu, gpu = engines(g, sampling, worlds, mapping=mapping)
+    assert gpu.mapping == mapping
     table = score_table("linear", g.n)
     table_dev = cuda().asarray(table)
     for e in (cpu, gpu):
@@ -79,13 +83,15 @@ def test_every_operation_equals_cpu(sampling, make, worlds):
         np.testing.assert_array_equal(gpu.host_registers(), cpu.host_registers())
 
 
+@pytest.mark.parametrize("mapping", ["warp", "block"])
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])
-def test_whole_runs_equal_cpu(sampling):
+def test_whole_runs_equal_cpu(sampling, mapping):
     g = pa_graph(3000, 20000, seed=7, high=0.1)
     kw = dict(registers=1024, sampling=sampling, seed=2, rebuild_threshold=0.01)
     want = difuser(g, 20, backend="cpu", **kw)
-    got = difuser(g, 20, backend="cuda", **kw)
-    for key in ("seed_ids", "spread_after_seed", "selection_scores", "rebuild_rounds", "refine"):
+    got = difuser(g, 20, backend="cuda", mapping=mapping, **kw)
+    assert got["mapping"] == mapping
+    for key in ("seed_ids", "spread_after_seed", "selection_scores", "rebuild_rounds", "refine", "refine_probes"):
         assert got[key] == want[key], key
     assert got["peak_device_memory"] >= got["register_bytes"]
     assert got["backend"]["backend"] == "cuda"
@@ -94,9 +100,9 @@ def test_whole_runs_equal_cpu(sampling):
 def test_world_ranges_add_up_on_the_gpu():
     g = pa_graph(2000, 12000, seed=4)
     table = cuda().asarray(score_table("linear", g.n))
-    from gpucore.im.sketch.cuda import CUDAEngine
+    from gpucore.im.sketch.cuda_warp import WarpEngine
 
-    parts = [CUDAEngine(g, world_keys(6, 256, np.arange(a, a + 64), "xor", True), 6, cuda()) for a in range(0, 256, 64)]
+    parts = [WarpEngine(g, world_keys(6, 256, np.arange(a, a + 64), "xor", True), 6, cuda()) for a in range(0, 256, 64)]
     _cpu, full = engines(g, "xor", 256, seed=6)
     for e in [full, *parts]:
         e.fill()

@@ -186,6 +186,7 @@ class CPUEngine:
     """DiFuseR's registers and kernels on the CPU for the worlds of ``keys`` (a ``WorldKeys``)."""
 
     name = "cpu"
+    mapping = None  # one layout of work: the CUDA engines' mappings do not apply
 
     def __init__(self, graph, keys, seed: int, backend):
         self.backend = backend

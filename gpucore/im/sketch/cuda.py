@@ -1,6 +1,6 @@
 """The CUDA backend of DiFuseR: ``kernels/sketch/sketch_build.cu`` and ``sketch_select.cu`` driven by CuPy.
 
-The paper's mapping (section 3): one block per vertex, one thread per world; the worlds of a process
+The paper's mapping (section 3; ``mapping="block"``): one block per vertex, one thread per world; the worlds of a process
 are launched in slices of at most ``SLICE`` = 1024 (the block-size limit), each slice a launch of its
 own over the same arrays. Per solve: the graph's out-CSR, thresholds W_e (computed on the device),
 arc hashes (``sk_arc_hashes``, xor sampling) and the per-world keys go to the device once; then
@@ -45,6 +45,7 @@ class CUDAEngine:
     """DiFuseR's registers and kernels on one CUDA device for the worlds of ``keys`` (a ``WorldKeys``)."""
 
     name = "cuda"
+    mapping = "block"
 
     def __init__(self, graph, keys, seed: int, backend, slice_width: int = SLICE, blocks: int | None = None):
         xp = backend.xp

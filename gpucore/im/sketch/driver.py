@@ -41,6 +41,8 @@ from gpucore.progress import status
 from gpucore.timing import Phases
 
 PHASES = ("local_graph", "fill", "simulate", "cascade", "select", "refine")
+#: the CUDA kernels' layouts of work (same registers and seeds): ours (default), the paper's
+MAPPINGS = ("warp", "block")
 #: most candidates whose exact gains are computed per seed
 MAX_REFINE = 1024
 
@@ -64,12 +66,17 @@ class Reduction:
         return None if self.comm is None else {"collectives": self.comm.calls, "bytes": self.comm.bytes}
 
 
-def make_engine(graph, keys, seed: int, backend):
-    """The register engine of a backend: ``CUDAEngine`` or ``CPUEngine``."""
+def make_engine(graph, keys, seed: int, backend, mapping: str = "warp"):
+    """The register engine of a backend: ``WarpEngine`` or ``CUDAEngine`` (``mapping`` "warp" or
+    "block") or ``CPUEngine`` (which has one layout of work and ignores ``mapping``)."""
     if backend.is_cuda:
-        from gpucore.im.sketch.cuda import CUDAEngine
+        if mapping == "block":
+            from gpucore.im.sketch.cuda import CUDAEngine
 
-        return CUDAEngine(graph, keys, seed, backend)
+            return CUDAEngine(graph, keys, seed, backend)
+        from gpucore.im.sketch.cuda_warp import WarpEngine
+
+        return WarpEngine(graph, keys, seed, backend)
     from gpucore.im.sketch.cpu import CPUEngine
 
     return CPUEngine(graph, keys, seed, backend)
@@ -89,7 +96,7 @@ def top_candidates(engine, sums, chosen, count: int) -> list[int]:
     return picked
 
 
-def check_parameters(graph, k, rebuild_threshold, sampling: str, estimator: str, refine) -> int:
+def check_parameters(graph, k, rebuild_threshold, sampling: str, estimator: str, refine, mapping: str) -> int:
     """Validate the scalar parameters (one-line GpucoreError each); returns k as an int."""
     if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or not 0 <= refine <= MAX_REFINE:
         raise GpucoreError(f"--refine {refine}: must be an integer in [0, {MAX_REFINE}] (0: the sketch score alone)")
@@ -100,14 +107,16 @@ def check_parameters(graph, k, rebuild_threshold, sampling: str, estimator: str,
         raise GpucoreError(f"--rebuild-threshold {rebuild_threshold}: must lie in [0, 1)")
     if sampling not in SAMPLINGS:
         raise GpucoreError(f"--sampling {sampling!r}: choose one of {', '.join(SAMPLINGS)}")
+    if mapping not in MAPPINGS:
+        raise GpucoreError(f"--mapping {mapping!r}: choose one of {', '.join(MAPPINGS)}")
     if estimator not in ESTIMATORS:
         raise GpucoreError(f"estimator {estimator!r}: choose one of {', '.join(ESTIMATORS)}")
     return int(k)
 
 
-def check_memory(graph, worlds: int, marks: bool, backend, memory_limit: int | None) -> int:
+def check_memory(graph, worlds: int, marks: bool, backend, memory_limit: int | None, mapping: str) -> int:
     """Bytes the solve needs; OutOfMemoryError naming them when they exceed the budget."""
-    need = bytes_needed(graph.n, graph.m, worlds, marks)
+    need = bytes_needed(graph.n, graph.m, worlds, marks, backend.is_cuda and mapping == "warp")
     if memory_limit is not None:
         budget = int(memory_limit)
     elif backend.is_cuda:
@@ -134,31 +143,34 @@ def difuser(
     fasst: bool = True,
     estimator: str = "log",
     refine: int = 32,
+    mapping: str = "warp",
     world_split: str = DEFAULT_SPLIT,
     comm=None,
     memory_limit: int | None = None,
 ) -> dict:
-    """Run DiFuseR; returns a result dict of kind ``im`` (see ``docs/difuser.md``). ``comm``: the ranks
+    """Run DiFuseR; returns a result dict of kind ``im`` (see ``docs/difuser.md``). ``mapping``: the CUDA
+    kernels' layout of work, "warp" (ours) or "block" (the paper's); both give the same result. ``comm``: the ranks
     that share the run (default ``current()``): every rank calls ``difuser`` with the same arguments
     and gets the same result, identical to a one-process run whatever ``world_split``."""
     clock = Phases(("call",))
     with clock.phase("call"):
         result = _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fasst, estimator, refine,
-                          world_split, current() if comm is None else comm, memory_limit)
+                          mapping, world_split, current() if comm is None else comm, memory_limit)
     result["seconds"] = clock.seconds["call"]
     return result
 
 
-def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fasst, estimator, refine, world_split,
-             comm, memory_limit) -> dict:
+def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fasst, estimator, refine, mapping,
+             world_split, comm, memory_limit) -> dict:
     """The body of ``difuser`` (its ``seconds`` are added by the caller)."""
     sampling = DEFAULT_SAMPLING if sampling is None else sampling
     if comm.size > 1:  # first: arguments that differ would fail on some ranks only
         same_everywhere(comm, "DiFuseR", {
             "graph": graph.sha256, "k": k, "registers": registers, "rebuild_threshold": rebuild_threshold,
             "sampling": sampling, "seed": seed, "backend": getattr(backend, "name", backend), "fasst": fasst,
-            "estimator": estimator, "refine": refine, "world_split": world_split, "memory_limit": memory_limit})
-    k = check_parameters(graph, k, rebuild_threshold, sampling, estimator, refine)
+            "estimator": estimator, "refine": refine, "mapping": mapping, "world_split": world_split,
+            "memory_limit": memory_limit})
+    k = check_parameters(graph, k, rebuild_threshold, sampling, estimator, refine, mapping)
     refine = int(refine)
     total = check_registers(registers)
     check_split(world_split)
@@ -171,11 +183,11 @@ def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fa
     else:
         phases = Phases(PHASES, sync=be.synchronize)
     reduction = Reduction(comm, phases)
-    need = check_memory(graph, ids.shape[0], refine > 1, be, memory_limit)
+    need = check_memory(graph, ids.shape[0], refine > 1, be, memory_limit, mapping)
     be.reset_peak()
     keys = world_keys(int(seed), total, ids, sampling, bool(fasst))
     with phases.phase("local_graph"):
-        engine = make_engine(graph, keys, int(seed), be)
+        engine = make_engine(graph, keys, int(seed), be, mapping)
     table = be.asarray(score_table(estimator, graph.n), what="score table")
     chosen = be.zeros((graph.n,), np.uint8, what="chosen flags")
 
@@ -232,6 +244,7 @@ def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fa
         "rebuild_threshold": float(rebuild_threshold),
         "refine": refine,
         "refine_probes": lazy.probes,
+        "mapping": engine.mapping,
         "seed_ids": seed_ids,
         "seeds": [int(orig[x]) for x in seed_ids],
         "estimated_spread": float(score),

@@ -1,0 +1,142 @@
+"""DiFuseR's CUDA engine with a warp per (vertex, group of 32 worlds): ``kernels/sketch/sketch_warp.cu``.
+
+The default mapping (``mapping="warp"``); ``mapping="block"`` is the paper's block per vertex
+(``gpucore.im.sketch.cuda``). Fill, the score sums, Count and the argmax are the same kernels in both;
+Simulate, Cascade and the exact-gain probes differ in how work is laid out, not in what they compute
+(the fixpoint, the closure and the gains are unique), so both give the same registers and seeds:
+
+- ``simulate``: the first sweep pulls every vertex; each later sweep pulls only the vertices with an
+  out-neighbour that grew in the previous sweep (``sk_stale`` lists them through the in-CSR of the
+  local arcs, built once per solve), so the sweeps of a rebuild's long tail, where a few hundred
+  vertices still change, cost microseconds instead of a pass over every vertex.
+- ``cascade`` and ``gains``: levels over queue entries (vertex, group) with the worlds newly reached
+  in ``fresh``; a level's work is proportional to the (vertex, world) pairs it explores, not to
+  1,024 worlds per queued vertex.
+
+Extra memory against the block mapping: fresh bits, stamps and two queues of n x G 32-bit words
+(G = J / 32: n x J / 2 bytes together), the in-CSR (4 bytes an arc), and four int32 arrays of n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpucore.errors import GpucoreError
+from gpucore.im.sketch.cuda import CUDAEngine, _i64
+
+#: threads per block of the warp kernels
+WARP_BLOCK = 256
+#: the tags of stamps wrap here: stamps are cleared and counting starts over
+TAG_LIMIT = 2**31 - 1
+
+
+def in_csr(xp, n: int, indptr, dst):
+    """The in-CSR (int64 offsets, int32 sources) of an out-CSR, with NumPy or CuPy (``xp``)."""
+    m = int(dst.shape[0])
+    src = xp.searchsorted(indptr[1:], xp.arange(m, dtype=xp.int64), side="right")
+    order = xp.argsort(dst, kind="stable") if xp is np else xp.argsort(dst)
+    in_src = src[order].astype(xp.int32)
+    in_indptr = xp.searchsorted(dst[order], xp.arange(n + 1, dtype=dst.dtype), side="left").astype(xp.int64)
+    return in_indptr, in_src
+
+
+class WarpEngine(CUDAEngine):
+    """``CUDAEngine`` with Simulate, Cascade and the gains of ``sketch_warp.cu``."""
+
+    mapping = "warp"
+
+    def __init__(self, graph, keys, seed: int, backend, warp_block: int = WARP_BLOCK, **kw):
+        super().__init__(graph, keys, seed, backend, **kw)
+        self.groups = self.worlds // 32
+        if self.n * self.groups >= 2**32:
+            raise GpucoreError(f"{graph.path}: {self.n:,} vertices x {self.groups} groups of 32 worlds do not fit "
+                               f"32-bit queue entries; lower --registers or use --mapping block")
+        be = backend
+        self.warp_block = int(warp_block)
+        warp = self._load("sketch/sketch_warp")
+        self.k_sweep = warp.get_function("sk_sweep")
+        self.k_stale = warp.get_function("sk_stale")
+        self.k_cascade_warp = warp.get_function("sk_cascade_warp")
+        self.k_probe_warp = warp.get_function("sk_probe_warp")
+        self.k_probe_start_warp = warp.get_function("sk_probe_start_warp")
+        self.k_cascade_start_warp = warp.get_function("sk_cascade_start_warp")
+        self.in_indptr, self.in_src = in_csr(self.xp, self.n, self.indptr, self.dst)
+        entries = self.n * self.groups
+        self.fresh = be.zeros((entries,), np.uint32, what="fresh world bits")
+        self.stamp = be.zeros((entries,), np.int32, what="queue stamps")
+        self.queue = be.empty((entries,), np.uint32, what="cascade queue")
+        self.next = be.empty((entries,), np.uint32, what="cascade queue")
+        self.list = be.empty((self.n,), np.int32, what="sweep list")
+        self.changed_list = be.empty((self.n,), np.int32, what="changed vertices")
+        self.changed_stamp = be.zeros((self.n,), np.int32, what="sweep stamps")
+        self.stale_stamp = be.zeros((self.n,), np.int32, what="sweep stamps")
+        self.sizes = be.zeros((2,), np.int32, what="list sizes")  # [changed, list]
+        self.tag = 0
+
+    def _warp_grid(self, warps: int) -> tuple[int]:
+        per_block = self.warp_block // 32
+        return (int(max(1, min((warps + per_block - 1) // per_block, self.blocks * 4))),)
+
+    def simulate(self) -> int:
+        """Sweeps until one changes no register; returns the number of sweeps."""
+        sweeps = 0
+        while True:
+            self.tag += 1
+            if self.tag == TAG_LIMIT:
+                self.changed_stamp.fill(0)
+                self.stale_stamp.fill(0)
+                self.tag = 1
+            self.sizes[0:1].fill(0)
+            # later sweeps: the list's size is on the device; idle warps of the full grid exit at once
+            self.k_sweep(self._warp_grid(self.n * self.groups), (self.warp_block,), (
+                self.indptr, self.dst, self.words, self.thr, self.live_keys, np.int32(self.keyed), self._flat,
+                _i64(self.n), _i64(self.worlds), self.list, self.sizes[1:2], np.int32(1 if sweeps == 0 else 0),
+                self.changed_list, self.sizes[0:1], self.changed_stamp, np.int32(self.tag)))
+            sweeps += 1
+            changed = self._scalar(self.sizes[0:1])
+            if not changed:
+                return sweeps
+            self.sizes[1:2].fill(0)
+            self.k_stale(self._warp_grid(changed), (self.warp_block,), (
+                self.in_indptr, self.in_src, self.changed_list, self.sizes[0:1], self.stale_stamp,
+                np.int32(self.tag), self.list, self.sizes[1:2]))
+
+    def _levels(self, queued: int, launch) -> None:
+        """Levels of a traversal whose first ``queued`` entries are in ``self.queue``:
+        ``launch(grid, queued, level)`` runs one level and appends to ``self.next``."""
+        while queued:
+            self.level += 1
+            if self.level == TAG_LIMIT:  # stamps wrap: start over (nothing is queued at this point)
+                self.stamp.fill(0)
+                self.level = 1
+            self.next_size.fill(0)
+            launch(self._warp_grid(queued), queued, self.level)
+            queued = self._scalar(self.next_size)
+            self.queue, self.next = self.next, self.queue
+
+    def _warp_arcs(self):
+        return (self.indptr, self.dst, self.words, self.thr, self.live_keys, np.int32(self.keyed))
+
+    def cascade(self, seed: int) -> None:
+        """Activate ``seed`` in every world and propagate until the queue is empty."""
+        self.k_cascade_start_warp(self._warp_grid(self.groups), (self.warp_block,),
+                                  (self._flat, _i64(self.worlds), _i64(seed), self.fresh, self.queue))
+        self._levels(self.groups, lambda grid, queued, level: self.k_cascade_warp(grid, (self.warp_block,), (
+            *self._warp_arcs(), self._flat, _i64(self.worlds), self.fresh, self.queue, _i64(queued), self.next,
+            self.next_size, self.stamp, np.int32(level))))
+
+    def gains(self, candidates):
+        """Exact marginal gains of ``candidates`` (int64 on the device); no register changes."""
+        if self.marks is None:
+            self.marks = self.backend.empty((self.n * self.groups,), np.uint32, what="refinement marks")
+        out = np.zeros(len(candidates), dtype=np.int64)
+        for i, v in enumerate(candidates):
+            self.marks.fill(0)
+            self.gain.fill(0)
+            self.k_probe_start_warp(self._warp_grid(self.groups), (self.warp_block,), (
+                self._flat, _i64(self.worlds), _i64(v), self.marks, self.fresh, self.queue, self.gain))
+            self._levels(self.groups, lambda grid, queued, level: self.k_probe_warp(grid, (self.warp_block,), (
+                *self._warp_arcs(), self._flat, _i64(self.worlds), self.marks, self.fresh, self.queue,
+                _i64(queued), self.next, self.next_size, self.stamp, np.int32(level), self.gain)))
+            out[i] = self._scalar(self.gain)
+        return self.backend.asarray(out, what="gains")
