@@ -249,8 +249,8 @@ def _emulated(comm) -> dict:
     import gpucore.im.sketch.driver as driver
     from gpucore.im.sketch.emulated import emulated_engine
 
-    driver.make_engine = lambda graph, keys, seed, backend, mapping: emulated_engine(graph, keys, seed,
-                                                                                    mapping=mapping, slice_width=32)
+    driver.make_engine = lambda graph, keys, seed, backend, mapping, live_bits: emulated_engine(
+        graph, keys, seed, mapping=mapping, slice_width=32, live_bits=live_bits)
     return solve(comm, *SOLVES[1])
 
 

@@ -21,7 +21,7 @@ from gpucore.im.sketch import difuser
 from gpucore.im.sketch.arcs import arc_hashes
 from gpucore.im.sketch.cpu import CPUEngine
 from gpucore.im.sketch.emulated import emulated_engine
-from gpucore.im.sketch.hashing import murmur_seed, world_keys
+from gpucore.im.sketch.hashing import live, murmur_seed, world_keys
 from gpucore.im.sketch.layout import score_table
 from gpucore.kernels.emulator import available
 
@@ -55,11 +55,27 @@ def test_local_graph_and_hashes_equal_cpu(sampling):
 
 
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])
+def test_live_bits_are_the_coins(sampling):
+    """sk_live_bits: bit l of word [g][e] is arc e's coin in world 32 g + l, as the CPU's ``live``."""
+    g = graph(high=0.3)
+    cpu, emu = pair(g, sampling, worlds=96, mapping="warp")
+    keys = world_keys(7, 96, np.arange(96), sampling, True).live
+    m = cpu.local.arcs
+    table = emu.bits.reshape(3, m)
+    for e in range(m):
+        for j in range(96):
+            coin = live(sampling == "keyed", keys[j], np.uint64(cpu.local.words[e]), cpu.local.thr[e])
+            assert bool((table[j // 32, e] >> (j % 32)) & 1) == bool(coin), (e, j)
+
+
+@pytest.mark.parametrize("sampling", ["xor", "keyed"])
 @pytest.mark.parametrize("kw", [{"mapping": "block", "slice_width": 32},
                                 {"mapping": "block", "slice_width": 1024, "blocks": 3},
                                 {"mapping": "block", "slice_width": 64, "schedule_seed": 5},
                                 {"mapping": "warp"}, {"mapping": "warp", "blocks": 2, "warp_block": 32},
-                                {"mapping": "warp", "slice_width": 32, "schedule_seed": 5}])
+                                {"mapping": "warp", "slice_width": 32, "schedule_seed": 5},
+                                {"mapping": "warp", "live_bits": False},
+                                {"mapping": "warp", "live_bits": False, "schedule_seed": 7}])
 def test_every_operation_equals_cpu(sampling, kw):
     g = graph()
     cpu, emu = pair(g, sampling, **kw)
@@ -123,14 +139,14 @@ def test_long_chain_many_levels_and_sweeps(mapping):
 def test_whole_runs_equal_cpu(monkeypatch, sampling):
     g = graph(n=50, arcs=260, seed=4)
     want = difuser(g, 5, registers=64, sampling=sampling, seed=3, backend="cpu", rebuild_threshold=0.0)
-    for mapping in ("block", "warp"):
-        monkeypatch.setattr(driver, "make_engine", lambda graph, keys, seed, be, mapping: emulated_engine(
-            graph, keys, seed, mapping=mapping, slice_width=32))
+    for mapping, bits in (("block", False), ("warp", False), ("warp", True)):
+        monkeypatch.setattr(driver, "make_engine", lambda graph, keys, seed, be, mapping, live_bits: emulated_engine(
+            graph, keys, seed, mapping=mapping, slice_width=32, live_bits=bits))
         got = difuser(g, 5, registers=64, sampling=sampling, seed=3, backend="cpu", rebuild_threshold=0.0,
                       mapping=mapping)
         for key in ("seed_ids", "spread_after_seed", "selection_scores", "rebuild_rounds", "refine", "refine_probes"):
             assert got[key] == want[key], (mapping, key)
-        assert got["mapping"] == mapping
+        assert (got["mapping"], got["live_bits"]) == (mapping, bits)
     assert want["refine"] == 32
 
 
@@ -162,12 +178,13 @@ def test_warp_sweeps_pull_only_what_can_change(monkeypatch):
     assert len(steps[0][1]) > len(steps[-1][1])
 
 
-@pytest.mark.parametrize("mapping", ["block", "warp"])
+@pytest.mark.parametrize("mapping,bits", [("block", False), ("warp", False), ("warp", True)])
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])
-def test_full_blocks_of_1024_worlds(sampling, mapping):
+def test_full_blocks_of_1024_worlds(sampling, mapping, bits):
     """The GPU's shape: 1024 threads (32 warps) per block, reductions over 32 warp partials."""
     g = graph(n=14, arcs=50, seed=9, high=0.9)
-    cpu, emu = pair(g, sampling, worlds=1024, blocks=2, mapping=mapping)
+    kw = {"live_bits": bits} if mapping == "warp" else {}
+    cpu, emu = pair(g, sampling, worlds=1024, blocks=2, mapping=mapping, **kw)
     table = score_table("log", g.n)
     for e in (cpu, emu):
         e.fill()

@@ -43,20 +43,20 @@ def star_graph(leaves=3000):
     return from_arcs(n, src, dst, 0.5)
 
 
-def engines(graph, sampling, worlds, seed=5, mapping="warp"):
+def engines(graph, sampling, worlds, seed=5, mapping="warp", live_bits=True):
     from gpucore.im.sketch.driver import make_engine
 
     keys = world_keys(seed, worlds, np.arange(worlds), sampling, True)
-    return CPUEngine(graph, keys, seed, get_backend("cpu")), make_engine(graph, keys, seed, cuda(), mapping)
+    return CPUEngine(graph, keys, seed, get_backend("cpu")), make_engine(graph, keys, seed, cuda(), mapping, live_bits)
 
 
-@pytest.mark.parametrize("mapping", ["warp", "block"])
+@pytest.mark.parametrize("mapping,bits", [("warp", True), ("warp", False), ("block", False)])
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])
 @pytest.mark.parametrize("make,worlds", [(pa_graph, 1024), (star_graph, 1024), (pa_graph, 1536)])
-def test_every_operation_equals_cpu(sampling, make, worlds, mapping):
+def test_every_operation_equals_cpu(sampling, make, worlds, mapping, bits):
     g = make()
-    cpu, gpu = engines(g, sampling, worlds, mapping=mapping)
-    assert gpu.mapping == mapping
+    cpu, gpu = engines(g, sampling, worlds, mapping=mapping, live_bits=bits)
+    assert (gpu.mapping, gpu.live_bits) == (mapping, bits)
     table = score_table("linear", g.n)
     table_dev = cuda().asarray(table)
     for e in (cpu, gpu):
@@ -90,7 +90,7 @@ def test_whole_runs_equal_cpu(sampling, mapping):
     kw = dict(registers=1024, sampling=sampling, seed=2, rebuild_threshold=0.01)
     want = difuser(g, 20, backend="cpu", **kw)
     got = difuser(g, 20, backend="cuda", mapping=mapping, **kw)
-    assert got["mapping"] == mapping
+    assert (got["mapping"], got["live_bits"]) == (mapping, mapping == "warp")
     for key in ("seed_ids", "spread_after_seed", "selection_scores", "rebuild_rounds", "refine", "refine_probes"):
         assert got[key] == want[key], key
     assert got["peak_device_memory"] >= got["register_bytes"]
@@ -118,3 +118,18 @@ def test_registers_beyond_the_device_name_the_bytes():
     g = pa_graph(2000, 12000)
     with pytest.raises(OutOfMemoryError, match="DiFuseR needs about .* lower --registers"):
         difuser(g, 5, registers=1 << 22, backend="cuda", memory_limit=1 << 30)
+
+
+def test_live_bits_only_when_they_fit():
+    """The warp mapping's table of coins is used when it fits the budget, and skipped (same answer)
+    when only the solve without it does."""
+    from gpucore.im.sketch.layout import bytes_needed
+
+    g = pa_graph(3000, 20000, seed=7, high=0.1)
+    kw = dict(registers=1024, sampling="keyed", seed=2)
+    full = difuser(g, 8, backend="cuda", **kw)
+    without = bytes_needed(g.n, g.m, 1024, True, True)
+    tight = difuser(g, 8, backend="cuda", memory_limit=without + 1, **kw)
+    assert full["live_bits"] and not tight["live_bits"]
+    assert tight["seed_ids"] == full["seed_ids"] and tight["spread_after_seed"] == full["spread_after_seed"]
+    assert full["bytes_needed"] == bytes_needed(g.n, g.m, 1024, True, True, live_bits=True) > without

@@ -187,6 +187,7 @@ class CPUEngine:
 
     name = "cpu"
     mapping = None  # one layout of work: the CUDA engines' mappings do not apply
+    live_bits = False
 
     def __init__(self, graph, keys, seed: int, backend):
         self.backend = backend

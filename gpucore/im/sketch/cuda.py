@@ -46,6 +46,7 @@ class CUDAEngine:
 
     name = "cuda"
     mapping = "block"
+    live_bits = False  # the warp mapping's table of coins (gpucore.im.sketch.cuda_warp)
 
     def __init__(self, graph, keys, seed: int, backend, slice_width: int = SLICE, blocks: int | None = None):
         xp = backend.xp

@@ -12,9 +12,14 @@ Simulate, Cascade and the exact-gain probes differ in how work is laid out, not 
 - ``cascade`` and ``gains``: levels over queue entries (vertex, group) with the worlds newly reached
   in ``fresh``; a level's work is proportional to the (vertex, world) pairs it explores, not to
   1,024 worlds per queued vertex.
+- ``live_bits``: the coins of every (arc, world) computed once per solve into m x J bits
+  (``sk_live_bits``), so the kernels read one word per arc and group instead of hashing a keyed coin
+  per world, and skip arcs live in none of a group's (active) worlds. Same coins, same answers; the
+  driver turns it on when the bits fit the memory budget (result key ``live_bits``).
 
 Extra memory against the block mapping: fresh bits, stamps and two queues of n x G 32-bit words
-(G = J / 32: n x J / 2 bytes together), the in-CSR (4 bytes an arc), and four int32 arrays of n.
+(G = J / 32: n x J / 2 bytes together), the in-CSR (4 bytes an arc), four int32 arrays of n, and the
+live bits (m x J / 8 bytes) when used.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ class WarpEngine(CUDAEngine):
 
     mapping = "warp"
 
-    def __init__(self, graph, keys, seed: int, backend, warp_block: int = WARP_BLOCK, **kw):
+    def __init__(self, graph, keys, seed: int, backend, live_bits: bool = True, warp_block: int = WARP_BLOCK, **kw):
         super().__init__(graph, keys, seed, backend, **kw)
         self.groups = self.worlds // 32
         if self.n * self.groups >= 2**32:
@@ -60,6 +65,14 @@ class WarpEngine(CUDAEngine):
         self.k_probe_warp = warp.get_function("sk_probe_warp")
         self.k_probe_start_warp = warp.get_function("sk_probe_start_warp")
         self.k_cascade_start_warp = warp.get_function("sk_cascade_start_warp")
+        self.local_m = int(self.local.arcs)
+        self.live_bits = bool(live_bits) and self.local_m > 0
+        self.bits = be.empty((self.local_m * self.groups if self.live_bits else 1,), np.uint32, what="live bits")
+        if self.live_bits:
+            self.k_live_bits = warp.get_function("sk_live_bits")
+            self.k_live_bits((self._grid(self.local_m * self.groups, 256),), (256,), (
+                self.words, self.thr, self.live_keys, np.int32(self.keyed), _i64(self.local_m), _i64(self.groups),
+                self.bits))
         self.in_indptr, self.in_src = in_csr(self.xp, self.n, self.indptr, self.dst)
         entries = self.n * self.groups
         self.fresh = be.zeros((entries,), np.uint32, what="fresh world bits")
@@ -89,8 +102,8 @@ class WarpEngine(CUDAEngine):
             self.sizes[0:1].fill(0)
             # later sweeps: the list's size is on the device; idle warps of the full grid exit at once
             self.k_sweep(self._warp_grid(self.n * self.groups), (self.warp_block,), (
-                self.indptr, self.dst, self.words, self.thr, self.live_keys, np.int32(self.keyed), self._flat,
-                _i64(self.n), _i64(self.worlds), self.list, self.sizes[1:2], np.int32(1 if sweeps == 0 else 0),
+                *self._warp_arcs(), self._flat, _i64(self.n), _i64(self.worlds), self.list, self.sizes[1:2],
+                np.int32(1 if sweeps == 0 else 0),
                 self.changed_list, self.sizes[0:1], self.changed_stamp, np.int32(self.tag)))
             sweeps += 1
             changed = self._scalar(self.sizes[0:1])
@@ -115,7 +128,8 @@ class WarpEngine(CUDAEngine):
             self.queue, self.next = self.next, self.queue
 
     def _warp_arcs(self):
-        return (self.indptr, self.dst, self.words, self.thr, self.live_keys, np.int32(self.keyed))
+        return (self.indptr, self.dst, self.words, self.thr, self.live_keys, np.int32(self.keyed), self.bits,
+                np.int32(1 if self.live_bits else 0), _i64(self.local_m))
 
     def cascade(self, seed: int) -> None:
         """Activate ``seed`` in every world and propagate until the queue is empty."""

@@ -66,9 +66,9 @@ class Reduction:
         return None if self.comm is None else {"collectives": self.comm.calls, "bytes": self.comm.bytes}
 
 
-def make_engine(graph, keys, seed: int, backend, mapping: str = "warp"):
-    """The register engine of a backend: ``WarpEngine`` or ``CUDAEngine`` (``mapping`` "warp" or
-    "block") or ``CPUEngine`` (which has one layout of work and ignores ``mapping``)."""
+def make_engine(graph, keys, seed: int, backend, mapping: str = "warp", live_bits: bool = True):
+    """The register engine of a backend: ``WarpEngine`` (with ``live_bits`` or not) or ``CUDAEngine``
+    (``mapping`` "warp" or "block") or ``CPUEngine`` (one layout of work: the options do not apply)."""
     if backend.is_cuda:
         if mapping == "block":
             from gpucore.im.sketch.cuda import CUDAEngine
@@ -76,7 +76,7 @@ def make_engine(graph, keys, seed: int, backend, mapping: str = "warp"):
             return CUDAEngine(graph, keys, seed, backend)
         from gpucore.im.sketch.cuda_warp import WarpEngine
 
-        return WarpEngine(graph, keys, seed, backend)
+        return WarpEngine(graph, keys, seed, backend, live_bits=live_bits)
     from gpucore.im.sketch.cpu import CPUEngine
 
     return CPUEngine(graph, keys, seed, backend)
@@ -114,9 +114,12 @@ def check_parameters(graph, k, rebuild_threshold, sampling: str, estimator: str,
     return int(k)
 
 
-def check_memory(graph, worlds: int, marks: bool, backend, memory_limit: int | None, mapping: str) -> int:
-    """Bytes the solve needs; OutOfMemoryError naming them when they exceed the budget."""
-    need = bytes_needed(graph.n, graph.m, worlds, marks, backend.is_cuda and mapping == "warp")
+def check_memory(graph, worlds: int, marks: bool, backend, memory_limit: int | None,
+                 mapping: str) -> tuple[int, bool]:
+    """Bytes the solve needs and whether the warp mapping's live bits fit too (they are used then);
+    OutOfMemoryError naming the bytes when even the solve without them exceeds the budget."""
+    warp = backend.is_cuda and mapping == "warp"
+    need = bytes_needed(graph.n, graph.m, worlds, marks, warp)
     if memory_limit is not None:
         budget = int(memory_limit)
     elif backend.is_cuda:
@@ -128,7 +131,8 @@ def check_memory(graph, worlds: int, marks: bool, backend, memory_limit: int | N
             f"DiFuseR needs about {format_bytes(need)} ({graph.n:,} vertices x {worlds} registers = "
             f"{format_bytes(graph.n * worlds)} of registers, plus the arcs) but {format_bytes(budget)} is "
             f"available on {backend.name}; lower --registers")
-    return need
+    with_bits = bytes_needed(graph.n, graph.m, worlds, marks, warp, live_bits=True)
+    return (with_bits, True) if warp and with_bits <= budget else (need, False)
 
 
 def difuser(
@@ -183,11 +187,11 @@ def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fa
     else:
         phases = Phases(PHASES, sync=be.synchronize)
     reduction = Reduction(comm, phases)
-    need = check_memory(graph, ids.shape[0], refine > 1, be, memory_limit, mapping)
+    need, live_bits = check_memory(graph, ids.shape[0], refine > 1, be, memory_limit, mapping)
     be.reset_peak()
     keys = world_keys(int(seed), total, ids, sampling, bool(fasst))
     with phases.phase("local_graph"):
-        engine = make_engine(graph, keys, int(seed), be, mapping)
+        engine = make_engine(graph, keys, int(seed), be, mapping, live_bits)
     table = be.asarray(score_table(estimator, graph.n), what="score table")
     chosen = be.zeros((graph.n,), np.uint8, what="chosen flags")
 
@@ -245,6 +249,7 @@ def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fa
         "refine": refine,
         "refine_probes": lazy.probes,
         "mapping": engine.mapping,
+        "live_bits": bool(engine.live_bits),
         "seed_ids": seed_ids,
         "seeds": [int(orig[x]) for x in seed_ids],
         "estimated_spread": float(score),

@@ -18,7 +18,7 @@ MODULES = ("sketch/sketch_build", "sketch/sketch_select", "sketch/sketch_warp")
 
 
 def emulated_engine(graph, keys, seed: int, *, mapping: str = "warp", slice_width: int = 1024, blocks: int = 4,
-                    schedule_seed: int = 0, warp_block: int = 64) -> CUDAEngine:
+                    schedule_seed: int = 0, warp_block: int = 64, live_bits: bool = True) -> CUDAEngine:
     """A ``CUDAEngine`` (``mapping="block"``) or ``WarpEngine`` (``"warp"``) whose arrays are NumPy
     arrays and whose kernels run in the emulator."""
     from gpucore.backend import get_backend
@@ -32,7 +32,7 @@ def emulated_engine(graph, keys, seed: int, *, mapping: str = "warp", slice_widt
             return library.kernel(name, schedule) if schedule is not None else library.get_function(name)
 
     base = {"block": CUDAEngine, "warp": WarpEngine}[mapping]
-    extra = {"warp_block": warp_block} if mapping == "warp" else {}
+    extra = {"warp_block": warp_block, "live_bits": live_bits} if mapping == "warp" else {}
 
     class EmulatedCUDAEngine(base):
         name = "cuda-emulator"

@@ -11,6 +11,11 @@
 //
 // Groups: G = stride / 32 (stride = the process's worlds, a multiple of 32); an item or queue entry
 // x = u * G + g (uint32: the driver checks n * G < 2^32).
+// Live bits (when memory allows; `use_bits`): bits[g * m + e] holds arc e's coins in the 32 worlds
+// of group g (bit l: world 32 g + l), computed once per solve by sk_live_bits with the same sk_live
+// test, so a kernel reads one broadcast word per arc instead of hashing a coin per world, and skips
+// an arc live in none of the group's worlds (or of its active ones) without loading a register.
+//   sk_live_bits  the live bits of every (group, arc).
 //   sk_sweep   one pull sweep of Algorithm 2 in place over the vertices of `list` (all n when `all`):
 //              M_u[j] = max(M_u[j], M_v[j]) over the out-arcs u -> v live in j, visited registers
 //              untouched; registers are never written with atomics (they only grow, a stale read
@@ -28,8 +33,49 @@
 #include "gc_loops.cuh"
 #include "sketch_common.cuh"
 
-// The largest register of an out-neighbour of u in world j over the arcs [beg, end) live in j, at
-// least `best`. Four arcs at a time: their targets and registers are loaded before any coin.
+extern "C" __global__ void sk_live_bits(const unsigned int* __restrict__ words,
+                                        const unsigned int* __restrict__ thresholds,
+                                        const gc_u64* __restrict__ live_keys, int keyed, gc_i64 m, gc_i64 groups,
+                                        unsigned int* __restrict__ bits) {
+    GC_FOR_GRID(i, 0, m * groups) {
+        const gc_i64 g = i / m, e = i - g * m;
+        const gc_u64 word = words[e];
+        const unsigned int w = thresholds[e];
+        unsigned int out = 0;
+        for (int l = 0; l < 32; ++l) out |= (sk_live(keyed, live_keys[g * 32 + l], word, w) ? 1u : 0u) << l;
+        bits[i] = out;
+    }
+}
+
+// The worlds of `todo` (a mask of the group's lanes) where arc e is live: from the table, or from the
+// coins of those lanes (a warp collective).
+__device__ __forceinline__ unsigned int sk_arc_bits(const unsigned int* __restrict__ bits, int use_bits, gc_i64 m,
+                                                    gc_i64 g, gc_i64 e, const unsigned int* __restrict__ words,
+                                                    const unsigned int* __restrict__ thresholds, gc_u64 key, int keyed,
+                                                    unsigned int todo) {
+    if (use_bits) return bits[g * m + e] & todo;
+    return __ballot_sync(GC_FULL_MASK, ((todo >> gc_lane()) & 1u) && sk_live(keyed, key, words[e], thresholds[e]));
+}
+
+// With live bits: the largest register of an out-neighbour of u in this lane's world over the arcs
+// [beg, end) live in it, at least `best`; an arc live in none of the group's worlds is skipped.
+__device__ __forceinline__ signed char sk_pull_bits(const int* __restrict__ dst, const unsigned int* __restrict__ bits,
+                                                    gc_i64 m, gc_i64 g, const signed char* registers, gc_i64 stride,
+                                                    gc_i64 j, gc_i64 beg, gc_i64 end, signed char best) {
+    const unsigned int me = 1u << gc_lane();
+    const unsigned int* row = bits + g * m;
+    for (gc_i64 e = beg; e < end; ++e) {
+        const unsigned int w = row[e];
+        if (w & me) {
+            const signed char mv = registers[(gc_i64)dst[e] * stride + j];
+            best = mv > best ? mv : best;
+        }
+    }
+    return best;
+}
+
+// Without live bits: the same from the coins. Four arcs at a time: their targets and registers are
+// loaded before any coin (a coin costs a 64-bit hash under keyed sampling).
 __device__ __forceinline__ signed char sk_pull(const int* __restrict__ dst, const unsigned int* __restrict__ words,
                                                const unsigned int* __restrict__ thresholds, gc_u64 key, int keyed,
                                                const signed char* registers, gc_i64 stride, gc_i64 j, gc_i64 beg,
@@ -59,8 +105,9 @@ __device__ __forceinline__ void sk_append_once(int* __restrict__ stamp, int tag,
 extern "C" __global__ void sk_sweep(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
                                     const unsigned int* __restrict__ words,
                                     const unsigned int* __restrict__ thresholds,
-                                    const gc_u64* __restrict__ live_keys, int keyed, signed char* registers,
-                                    gc_i64 n, gc_i64 stride, const int* __restrict__ list,
+                                    const gc_u64* __restrict__ live_keys, int keyed,
+                                    const unsigned int* __restrict__ bits, int use_bits, gc_i64 m,
+                                    signed char* registers, gc_i64 n, gc_i64 stride, const int* __restrict__ list,
                                     const int* __restrict__ list_size, int all, int* __restrict__ changed,
                                     int* __restrict__ changed_size, int* __restrict__ changed_stamp, int tag) {
     const gc_i64 groups = stride >> 5;
@@ -68,13 +115,14 @@ extern "C" __global__ void sk_sweep(const gc_i64* __restrict__ indptr, const int
     GC_FOR_GRID_WARPS(item, 0, count * groups) {  // warp-uniform
         const gc_i64 at = item / groups;
         const int u = all ? (int)at : list[at];
-        const gc_i64 j = (item - at * groups) * 32 + gc_lane();
+        const gc_i64 g = item - at * groups, j = g * 32 + gc_lane();
         signed char* mine = registers + (gc_i64)u * stride + j;
         const signed char cur = *mine;
         signed char best = cur;
         if (cur != SK_VISITED) {
-            best = sk_pull(dst, words, thresholds, live_keys[j], keyed, registers, stride, j, indptr[u],
-                           indptr[u + 1], cur);
+            best = use_bits ? sk_pull_bits(dst, bits, m, g, registers, stride, j, indptr[u], indptr[u + 1], cur)
+                        : sk_pull(dst, words, thresholds, live_keys[j], keyed, registers, stride, j, indptr[u],
+                                  indptr[u + 1], cur);
             if (best != cur) *mine = best;
         }
         if (__any_sync(GC_FULL_MASK, best != cur) && gc_lane() == 0)
@@ -104,8 +152,9 @@ __device__ __forceinline__ void sk_offer(unsigned int x, unsigned int bits, unsi
 extern "C" __global__ void sk_cascade_warp(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
                                            const unsigned int* __restrict__ words,
                                            const unsigned int* __restrict__ thresholds,
-                                           const gc_u64* __restrict__ live_keys, int keyed, signed char* registers,
-                                           gc_i64 stride, unsigned int* __restrict__ fresh,
+                                           const gc_u64* __restrict__ live_keys, int keyed,
+                                           const unsigned int* __restrict__ bits, int use_bits, gc_i64 m,
+                                           signed char* registers, gc_i64 stride, unsigned int* __restrict__ fresh,
                                            const unsigned int* __restrict__ queue, gc_i64 queued,
                                            unsigned int* __restrict__ next, int* __restrict__ next_size,
                                            int* __restrict__ stamp, int level) {
@@ -114,19 +163,20 @@ extern "C" __global__ void sk_cascade_warp(const gc_i64* __restrict__ indptr, co
     GC_FOR_GRID_WARPS(i, 0, queued) {  // warp-uniform
         const unsigned int x = queue[i];
         const unsigned int u = x / groups, g = x - u * groups;
-        unsigned int bits = 0;
-        if (lane == 0) bits = atomicExch(&fresh[x], 0u);
-        bits = __shfl_sync(GC_FULL_MASK, bits, 0);
-        if (!bits) continue;  // warp-uniform
-        const bool active = (bits >> lane) & 1u;
+        unsigned int todo = 0;  // the worlds of the group where u is new
+        if (lane == 0) todo = atomicExch(&fresh[x], 0u);
+        todo = __shfl_sync(GC_FULL_MASK, todo, 0);
+        if (!todo) continue;  // warp-uniform
         const gc_i64 j = (gc_i64)g * 32 + lane;
         const gc_u64 key = live_keys[j];
         for (gc_i64 e = indptr[u]; e < indptr[u + 1]; ++e) {
+            const unsigned int live = sk_arc_bits(bits, use_bits, m, g, e, words, thresholds, key, keyed, todo);
+            if (!live) continue;  // warp-uniform
             const int v = dst[e];
             bool flag = false;
-            if (active) {
+            if ((live >> lane) & 1u) {
                 signed char* r = registers + (gc_i64)v * stride + j;
-                if (*r != SK_VISITED && sk_live(keyed, key, words[e], thresholds[e])) {
+                if (*r != SK_VISITED) {
                     *r = SK_VISITED;
                     flag = true;
                 }
@@ -141,6 +191,7 @@ extern "C" __global__ void sk_probe_warp(const gc_i64* __restrict__ indptr, cons
                                          const unsigned int* __restrict__ words,
                                          const unsigned int* __restrict__ thresholds,
                                          const gc_u64* __restrict__ live_keys, int keyed,
+                                         const unsigned int* __restrict__ bits, int use_bits, gc_i64 m,
                                          const signed char* __restrict__ registers, gc_i64 stride,
                                          unsigned int* marks, unsigned int* __restrict__ fresh,
                                          const unsigned int* __restrict__ queue, gc_i64 queued,
@@ -152,19 +203,19 @@ extern "C" __global__ void sk_probe_warp(const gc_i64* __restrict__ indptr, cons
     GC_FOR_GRID_WARPS(i, 0, queued) {  // warp-uniform
         const unsigned int x = queue[i];
         const unsigned int u = x / groups, g = x - u * groups;
-        unsigned int bits = 0;
-        if (lane == 0) bits = atomicExch(&fresh[x], 0u);
-        bits = __shfl_sync(GC_FULL_MASK, bits, 0);
-        if (!bits) continue;  // warp-uniform
-        const bool active = (bits >> lane) & 1u;
+        unsigned int todo = 0;  // the worlds of the group where u is new
+        if (lane == 0) todo = atomicExch(&fresh[x], 0u);
+        todo = __shfl_sync(GC_FULL_MASK, todo, 0);
+        if (!todo) continue;  // warp-uniform
         const gc_i64 j = (gc_i64)g * 32 + lane;
         const gc_u64 key = live_keys[j];
         for (gc_i64 e = indptr[u]; e < indptr[u + 1]; ++e) {
+            const unsigned int live = sk_arc_bits(bits, use_bits, m, g, e, words, thresholds, key, keyed, todo);
+            if (!live) continue;  // warp-uniform
             const int v = dst[e];
             const unsigned int y = (unsigned int)v * groups + g;
-            const bool flag = active && !((marks[y] >> lane) & 1u) &&
-                              registers[(gc_i64)v * stride + j] != SK_VISITED &&
-                              sk_live(keyed, key, words[e], thresholds[e]);
+            const bool flag = ((live >> lane) & 1u) && !((marks[y] >> lane) & 1u) &&
+                              registers[(gc_i64)v * stride + j] != SK_VISITED;
             const unsigned int reached = __ballot_sync(GC_FULL_MASK, flag);
             if (reached && lane == 0) {
                 const unsigned int added = reached & ~atomicOr(&marks[y], reached);
