@@ -54,6 +54,22 @@ def test_local_graph_and_hashes_equal_cpu(sampling):
         assert set(cpu.local.words.tolist()) <= set(full.tolist())
 
 
+def test_anchored_probes_stop_where_the_reach_is_the_anchors():
+    """A cycle with p = 1: every vertex reaches every other in every world, so each probe after the
+    batch's first (the anchor) stops in every world once it meets the anchor, and still counts the
+    whole reach."""
+    n = 40
+    g = from_arcs(n, np.arange(n), (np.arange(n) + 1) % n, 1.0)
+    cpu, emu = pair(g, "keyed", worlds=64, mapping="warp")
+    for e in (cpu, emu):
+        e.fill()
+        e.simulate()
+    batch = [5, 17, 30]
+    np.testing.assert_array_equal(emu.gains(batch), [n * 64] * 3)
+    np.testing.assert_array_equal(emu.done, [0xFFFFFFFF, 0xFFFFFFFF])  # the last probe: done everywhere
+    assert int(emu.marks.astype(np.uint64).sum()) > 0 and int(np.unpackbits(emu.marks.view(np.uint8)).sum()) < n * 64
+
+
 @pytest.mark.parametrize("sampling", ["xor", "keyed"])
 def test_live_bits_are_the_coins(sampling):
     """sk_live_bits: bit l of word [g][e] is arc e's coin in world 32 g + l, as the CPU's ``live``."""

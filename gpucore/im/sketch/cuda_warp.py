@@ -65,6 +65,8 @@ class WarpEngine(CUDAEngine):
         self.k_probe_warp = warp.get_function("sk_probe_warp")
         self.k_probe_start_warp = warp.get_function("sk_probe_start_warp")
         self.k_cascade_start_warp = warp.get_function("sk_cascade_start_warp")
+        self.k_world_counts = warp.get_function("sk_world_counts")
+        self.anchor_marks = None
         self.local_m = int(self.local.arcs)
         self.live_bits = bool(live_bits) and self.local_m > 0
         self.bits = be.empty((self.local_m * self.groups if self.live_bits else 1,), np.uint32, what="live bits")
@@ -140,17 +142,45 @@ class WarpEngine(CUDAEngine):
             self.next_size, self.stamp, np.int32(level))))
 
     def gains(self, candidates):
-        """Exact marginal gains of ``candidates`` (int64 on the device); no register changes."""
+        """Exact marginal gains of ``candidates`` (int64 on the device); no register changes. With two
+        or more, the first is the batch's anchor: probed in full, its marks and per-world counts kept;
+        each later one stops exploring a world once it is known to have the anchor's reach there
+        (``sk_probe_warp``) and takes the anchor's count for that world."""
+        xp, be = self.xp, self.backend
         if self.marks is None:
-            self.marks = self.backend.empty((self.n * self.groups,), np.uint32, what="refinement marks")
+            self.marks = be.empty((self.n * self.groups,), np.uint32, what="refinement marks")
+            self.done = be.zeros((self.groups,), np.uint32, what="done worlds")
+            self.counts = be.zeros((self.worlds,), np.uint64, what="per-world gains")
         out = np.zeros(len(candidates), dtype=np.int64)
+        anchored = len(candidates) > 1
+        if anchored and self.anchor_marks is None:
+            self.anchor_marks = be.empty((self.n * self.groups,), np.uint32, what="anchor marks")
         for i, v in enumerate(candidates):
-            self.marks.fill(0)
-            self.gain.fill(0)
-            self.k_probe_start_warp(self._warp_grid(self.groups), (self.warp_block,), (
-                self._flat, _i64(self.worlds), _i64(v), self.marks, self.fresh, self.queue, self.gain))
-            self._levels(self.groups, lambda grid, queued, level: self.k_probe_warp(grid, (self.warp_block,), (
-                *self._warp_arcs(), self._flat, _i64(self.worlds), self.marks, self.fresh, self.queue,
-                _i64(queued), self.next, self.next_size, self.stamp, np.int32(level), self.gain)))
-            out[i] = self._scalar(self.gain)
-        return self.backend.asarray(out, what="gains")
+            anchor = int(candidates[0]) if anchored and i else -1
+            self._probe(int(v), anchor)
+            if not anchored:
+                out[i] = self._scalar(self.gain)
+                continue
+            self.counts.fill(0)
+            self.k_world_counts(self._warp_grid(self.groups * max(1, self.n // 2048)), (self.warp_block,),
+                                (self.marks, _i64(self.n), _i64(self.groups), self.counts))
+            if i == 0:
+                self.anchor_marks[...] = self.marks
+                anchor_counts = self.counts.copy()
+                out[i] = self._scalar(self.gain)
+            else:
+                done = ((self.done[:, None] >> xp.arange(32, dtype=xp.uint32)) & 1).reshape(-1).astype(bool)
+                out[i] = int(xp.where(done, anchor_counts, self.counts).sum())
+        return be.asarray(out, what="gains")
+
+    def _probe(self, v: int, anchor: int) -> None:
+        """One probe from ``v`` into ``self.marks`` and ``self.gain`` (anchored when ``anchor`` >= 0)."""
+        self.marks.fill(0)
+        self.gain.fill(0)
+        self.done.fill(0)
+        self.k_probe_start_warp(self._warp_grid(self.groups), (self.warp_block,), (
+            self._flat, _i64(self.worlds), _i64(v), self.marks, self.fresh, self.queue, self.gain))
+        self._levels(self.groups, lambda grid, queued, level: self.k_probe_warp(grid, (self.warp_block,), (
+            *self._warp_arcs(), self._flat, _i64(self.worlds), self.marks, self.fresh, self.queue,
+            _i64(queued), self.next, self.next_size, self.stamp, np.int32(level), self.gain, _i64(v), _i64(anchor),
+            self.anchor_marks if anchor >= 0 else self.marks, self.done)))

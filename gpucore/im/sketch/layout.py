@@ -99,12 +99,13 @@ def bytes_needed(n: int, m: int, worlds: int, marks: bool, warp: bool = False, l
     kept index (9), and the local graph's target, threshold and word (12), at most m of them.
     ``warp`` (``gpucore.im.sketch.cuda_warp``): plus fresh bits, stamps and two queues of n x J / 32
     words (n x J / 2 bytes), the in-CSR (4 bytes an arc and 8 a vertex; 20 an arc while it is
-    sorted) and four int32 lists and stamps per vertex; ``live_bits``: plus m x J bits."""
+    sorted), four int32 lists and stamps per vertex, and with ``marks`` the anchor's marks (n x J
+    bits); ``live_bits``: plus m x J bits."""
     registers = n * worlds + (n * worlds // 8 if marks else 0)
     arcs = 16 * (n + 1) + m * (16 + 9 + 12)
     per_vertex = n * (8 + 4 + 4 + 4 + 1 + 1)  # scores, two queues, stamps, chosen flags, touched flags
     if warp:
-        registers += n * worlds // 2
+        registers += n * worlds // 2 + (n * worlds // 8 if marks else 0)
         arcs += 8 * (n + 1) + 24 * m
         per_vertex += 16 * n
         arcs += m * worlds // 8 if live_bits else 0

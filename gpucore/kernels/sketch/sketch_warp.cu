@@ -16,6 +16,11 @@
 // test, so a kernel reads one broadcast word per arc instead of hashing a coin per world, and skips
 // an arc live in none of the group's worlds (or of its active ones) without loading a register.
 //   sk_live_bits  the live bits of every (group, arc).
+//   sk_world_counts  counts[j] += the set bits of world j over a (vertex, group) bitmap (a probe's marks).
+// Anchored probes (a batch of candidates on the same registers): the batch's first candidate a is
+// probed in full and its marks kept (`anchor_marks`). A later candidate b that reaches a in world j
+// while a reached b there (bit j of anchor_marks[b]) has exactly a's reach in world j: the world is
+// `done` (bit set), its exploration stops, and the host takes a's count for it.
 //   sk_sweep   one pull sweep of Algorithm 2 in place over the vertices of `list` (all n when `all`):
 //              M_u[j] = max(M_u[j], M_v[j]) over the out-arcs u -> v live in j, visited registers
 //              untouched; registers are never written with atomics (they only grow, a stale read
@@ -196,15 +201,20 @@ extern "C" __global__ void sk_probe_warp(const gc_i64* __restrict__ indptr, cons
                                          unsigned int* marks, unsigned int* __restrict__ fresh,
                                          const unsigned int* __restrict__ queue, gc_i64 queued,
                                          unsigned int* __restrict__ next, int* __restrict__ next_size,
-                                         int* __restrict__ stamp, int level, unsigned long long* __restrict__ gain) {
+                                         int* __restrict__ stamp, int level, unsigned long long* __restrict__ gain,
+                                         gc_i64 start, gc_i64 anchor, const unsigned int* __restrict__ anchor_marks,
+                                         unsigned int* done) {
     const unsigned int groups = (unsigned int)(stride >> 5);
     const int lane = gc_lane();
     unsigned long long found = 0;  // lane 0's new bits, added to *gain once per warp
     GC_FOR_GRID_WARPS(i, 0, queued) {  // warp-uniform
         const unsigned int x = queue[i];
         const unsigned int u = x / groups, g = x - u * groups;
-        unsigned int todo = 0;  // the worlds of the group where u is new
-        if (lane == 0) todo = atomicExch(&fresh[x], 0u);
+        unsigned int todo = 0;  // the worlds of the group where u is new (and not done)
+        if (lane == 0) {
+            todo = atomicExch(&fresh[x], 0u);
+            if (anchor >= 0) todo &= ~*(volatile unsigned int*)&done[g];
+        }
         todo = __shfl_sync(GC_FULL_MASK, todo, 0);
         if (!todo) continue;  // warp-uniform
         const gc_i64 j = (gc_i64)g * 32 + lane;
@@ -221,12 +231,37 @@ extern "C" __global__ void sk_probe_warp(const gc_i64* __restrict__ indptr, cons
                 const unsigned int added = reached & ~atomicOr(&marks[y], reached);
                 if (added) {
                     found += (unsigned long long)__popc(added);
+                    if ((gc_i64)v == anchor) {  // b reached a: the worlds where a reached b are done
+                        const unsigned int same = added & anchor_marks[(gc_u64)start * groups + g];
+                        if (same) atomicOr(&done[g], same);
+                    }
                     sk_offer(y, added, fresh, stamp, level, next, next_size);
                 }
             }
         }
     }
     if (lane == 0 && found) atomicAdd(gain, found);
+}
+
+// counts[32 g + l] += the vertices whose word of group g in `bitmap` has bit l set: a warp per group
+// and run of SK_COUNT_RUN x 32 vertices, one ballot per bit.
+#define SK_COUNT_RUN 64
+extern "C" __global__ void sk_world_counts(const unsigned int* __restrict__ bitmap, gc_i64 n, gc_i64 groups,
+                                           unsigned long long* __restrict__ counts) {
+    const int lane = gc_lane();
+    const gc_i64 span = 32 * SK_COUNT_RUN, runs = (n + span - 1) / span;
+    GC_FOR_GRID_WARPS(item, 0, groups * runs) {  // warp-uniform
+        const gc_i64 g = item / runs, v0 = (item - g * runs) * span;
+        unsigned long long mine = 0;  // lane l: world 32 g + l
+        for (gc_i64 v = v0 + lane; v < v0 + span && v - lane < n; v += 32) {
+            const unsigned int w = v < n ? bitmap[v * groups + g] : 0u;
+            for (int b = 0; b < 32; ++b) {
+                const int c = __popc(__ballot_sync(GC_FULL_MASK, (w >> b) & 1u));
+                if (lane == b) mine += (unsigned long long)c;
+            }
+        }
+        if (mine) atomicAdd(&counts[g * 32 + lane], mine);
+    }
 }
 
 // The probe's start: marks and fresh bits of v = the worlds where v is not visited (its own gain),
