@@ -208,7 +208,7 @@ def main(argv=None) -> int:
                                       rebuild_threshold=args.rebuild_threshold, refine=refine, mapping=mapping,
                                       backend=be)
                         row = {k: res[k] for k in ("seconds", "seconds_by_phase", "estimated_spread",
-                                                   "rebuild_rounds", "simulate_sweeps", "refine_probes", "mapping",
+                                                   "rebuild_rounds", "simulate_sweeps", "refine_probes", "mapping", "live_bits",
                                                    "peak_device_memory", "register_bytes", "seed_ids")}
                     elif name == "gim":
                         row = run_gim(graph, out / "gim-input.txt", args, remaining())
