@@ -69,3 +69,12 @@ def test_bad_input_exits_2(graph_file, args, msg, capsys):
     err = capsys.readouterr().err
     assert code == 2, err
     assert err.startswith("gpucore: error: ") and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_unknown_mapping_is_one_line():
+    from gpucore.errors import GpucoreError
+    from gpucore.im.sketch import difuser
+
+    g = from_arcs(4, [0, 1, 2], [1, 2, 3], 0.5)
+    with pytest.raises(GpucoreError, match=r"--mapping 'grid': choose one of warp, block"):
+        difuser(g, 1, registers=32, backend="cpu", mapping="grid")

@@ -101,10 +101,11 @@ __device__ __forceinline__ signed char sk_pull(const int* __restrict__ dst, cons
     return best;
 }
 
-// Append u to list (size *size) unless stamp[u] already holds tag; lane-local (no collective).
-__device__ __forceinline__ void sk_append_once(int* __restrict__ stamp, int tag, int u, int* __restrict__ list,
+// Append item x to list (size *size) unless stamp[x] already holds tag; lane-local (no collective).
+template <typename T>
+__device__ __forceinline__ void sk_append_once(int* __restrict__ stamp, int tag, T x, T* __restrict__ list,
                                                int* __restrict__ size) {
-    if (atomicMax(&stamp[u], tag) < tag) list[atomicAdd(size, 1)] = u;
+    if (atomicMax(&stamp[x], tag) < tag) list[atomicAdd(size, 1)] = x;
 }
 
 extern "C" __global__ void sk_sweep(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
@@ -151,7 +152,19 @@ __device__ __forceinline__ void sk_offer(unsigned int x, unsigned int bits, unsi
                                          int* __restrict__ stamp, int level, unsigned int* __restrict__ next,
                                          int* __restrict__ next_size) {
     atomicOr(&fresh[x], bits);
-    if (atomicMax(&stamp[x], level) < level) next[atomicAdd(next_size, 1)] = x;
+    sk_append_once(stamp, level, x, next, next_size);
+}
+
+// Every lane gets the worlds of entry x that lane 0 takes from fresh[x] (atomicExch), less those of
+// group g marked in `done` (when not null, read as it is now: a stale read costs work, not truth).
+__device__ __forceinline__ unsigned int sk_take(unsigned int* __restrict__ fresh, unsigned int x,
+                                                const unsigned int* done, unsigned int g) {
+    unsigned int todo = 0;
+    if (gc_lane() == 0) {
+        todo = atomicExch(&fresh[x], 0u);
+        if (done) todo &= ~*(const volatile unsigned int*)&done[g];
+    }
+    return __shfl_sync(GC_FULL_MASK, todo, 0);
 }
 
 extern "C" __global__ void sk_cascade_warp(const gc_i64* __restrict__ indptr, const int* __restrict__ dst,
@@ -168,9 +181,7 @@ extern "C" __global__ void sk_cascade_warp(const gc_i64* __restrict__ indptr, co
     GC_FOR_GRID_WARPS(i, 0, queued) {  // warp-uniform
         const unsigned int x = queue[i];
         const unsigned int u = x / groups, g = x - u * groups;
-        unsigned int todo = 0;  // the worlds of the group where u is new
-        if (lane == 0) todo = atomicExch(&fresh[x], 0u);
-        todo = __shfl_sync(GC_FULL_MASK, todo, 0);
+        const unsigned int todo = sk_take(fresh, x, nullptr, g);  // the worlds of the group where u is new
         if (!todo) continue;  // warp-uniform
         const gc_i64 j = (gc_i64)g * 32 + lane;
         const gc_u64 key = live_keys[j];
@@ -210,12 +221,7 @@ extern "C" __global__ void sk_probe_warp(const gc_i64* __restrict__ indptr, cons
     GC_FOR_GRID_WARPS(i, 0, queued) {  // warp-uniform
         const unsigned int x = queue[i];
         const unsigned int u = x / groups, g = x - u * groups;
-        unsigned int todo = 0;  // the worlds of the group where u is new (and not done)
-        if (lane == 0) {
-            todo = atomicExch(&fresh[x], 0u);
-            if (anchor >= 0) todo &= ~*(volatile unsigned int*)&done[g];
-        }
-        todo = __shfl_sync(GC_FULL_MASK, todo, 0);
+        const unsigned int todo = sk_take(fresh, x, anchor >= 0 ? done : nullptr, g);  // new, not done
         if (!todo) continue;  // warp-uniform
         const gc_i64 j = (gc_i64)g * 32 + lane;
         const gc_u64 key = live_keys[j];
