@@ -33,6 +33,8 @@ from gpucore.im.sketch.cuda import CUDAEngine, _i64
 WARP_BLOCK = 256
 #: the tags of stamps wrap here: stamps are cleared and counting starts over
 TAG_LIMIT = 2**31 - 1
+#: vertices per warp item of sk_world_counts (32 x SK_COUNT_RUN in sketch_warp.cu): sizes its grid
+COUNT_SPAN = 2048
 
 
 def in_csr(xp, n: int, indptr, dst):
@@ -162,7 +164,7 @@ class WarpEngine(CUDAEngine):
                 out[i] = self._scalar(self.gain)
                 continue
             self.counts.fill(0)
-            self.k_world_counts(self._warp_grid(self.groups * max(1, self.n // 2048)), (self.warp_block,),
+            self.k_world_counts(self._warp_grid(self.groups * max(1, self.n // COUNT_SPAN)), (self.warp_block,),
                                 (self.marks, _i64(self.n), _i64(self.groups), self.counts))
             if i == 0:
                 self.anchor_marks[...] = self.marks
