@@ -227,7 +227,8 @@ def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fa
             builds.append(build(i + 1))
             oldscore = score
     peak = be.peak_memory()
-    mine = {"worlds": int(ids.shape[0]), **engine.local.sizes(), "build_sweeps": [b["sweeps"] for b in builds],
+    mine = {"worlds": int(ids.shape[0]), **engine.local.sizes(), "live_bits": bool(engine.live_bits),
+            "build_sweeps": [b["sweeps"] for b in builds],
             "seconds_by_phase": dict(phases.seconds), "peak_device_memory": int(peak)}
     everyone = [mine] if comm.size == 1 else comm.allgather(mine)
     for i, b in enumerate(builds):  # a rank sweeps until its own worlds settle: the slowest one counts
@@ -249,7 +250,7 @@ def _difuser(graph, k, registers, rebuild_threshold, sampling, seed, backend, fa
         "refine": refine,
         "refine_probes": lazy.probes,
         "mapping": engine.mapping,
-        "live_bits": bool(engine.live_bits),
+        "live_bits": all(r["live_bits"] for r in everyone),  # a rank's choice depends on its free memory
         "seed_ids": seed_ids,
         "seeds": [int(orig[x]) for x in seed_ids],
         "estimated_spread": float(score),
