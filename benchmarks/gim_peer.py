@@ -23,21 +23,83 @@ import time
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 #: lines of gIM's output kept in a failure record
 TAIL_LINES = 6
 
 
-def write_input(graph, path: Path) -> int:
-    """Write every arc of ``graph`` as ``u v p``; return the number of lines. Nine significant
-    digits read back as the same float32, so gIM sees our probabilities bit for bit."""
-    import pandas as pd
+#: the longest line ``write_input`` writes: two 10-digit ids, ``d.dddddddde-XX``, two spaces and a newline
+_LINE_MAX = 10 + 1 + 10 + 1 + 15 + 1
 
+
+def write_input(graph, path: Path) -> int:
+    """Write every arc of ``graph`` as ``u v p``; return the number of lines. ``p`` has nine significant
+    digits (``d.dddddddde-XX``; ``0`` and ``1`` as such), which read back as the same float32, so gIM sees
+    our probabilities bit for bit. The text is formatted by a compiled loop (pandas took a minute for the
+    30M arcs of a Pokec-size graph)."""
     src = np.repeat(np.arange(graph.n, dtype=np.int64), np.diff(graph.out_indptr))
-    frame = pd.DataFrame({"u": src, "v": np.asarray(graph.out_dst, dtype=np.int64),
-                          "p": np.asarray(graph.out_prob, dtype=np.float32).astype(np.float64)})
-    frame.to_csv(path, sep=" ", header=False, index=False, float_format="%.9g", lineterminator="\n")
+    dst = np.asarray(graph.out_dst, dtype=np.int64)
+    prob = np.asarray(graph.out_prob, dtype=np.float32).astype(np.float64)
+    buf = np.empty(int(src.shape[0]) * _LINE_MAX, dtype=np.uint8)
+    used = _format_arcs(src, dst, prob, buf)
+    with open(path, "wb") as fh:
+        fh.write(memoryview(buf[:used]))
     return int(src.shape[0])
+
+
+@njit(cache=True)
+def _format_arcs(src, dst, prob, out):
+    """Lines ``u v p`` of the arcs into ``out``; returns the bytes written."""
+    at = 0
+    digits = np.empty(20, dtype=np.uint8)
+    for i in range(src.shape[0]):
+        for value in (src[i], dst[i]):
+            k = 0
+            while True:
+                digits[k] = 48 + value % 10
+                value //= 10
+                k += 1
+                if value == 0:
+                    break
+            for j in range(k - 1, -1, -1):
+                out[at] = digits[j]
+                at += 1
+            out[at] = 32
+            at += 1
+        p = prob[i]
+        if p == 0.0 or p == 1.0:
+            out[at] = 48 if p == 0.0 else 49
+            at += 1
+        else:  # nine significant digits: q in [1e8, 1e9), p ~ q 10^(e - 8)
+            e = int(np.floor(np.log10(p)))
+            q = int(np.round(p * 10.0 ** (8 - e)))
+            if q >= 1_000_000_000:
+                q = int(np.round(p * 10.0 ** (7 - e)))
+                e += 1
+            elif q < 100_000_000:
+                q = int(np.round(p * 10.0 ** (9 - e)))
+                e -= 1
+            for j in range(8, -1, -1):
+                digits[j] = 48 + q % 10
+                q //= 10
+            out[at] = digits[0]
+            out[at + 1] = 46
+            for j in range(1, 9):
+                out[at + 1 + j] = digits[j]
+            at += 10
+            out[at] = 101
+            out[at + 1] = 45 if e < 0 else 43
+            at += 2
+            e = abs(e)
+            if e >= 10:
+                out[at] = 48 + e // 10
+                at += 1
+            out[at] = 48 + e % 10
+            at += 1
+        out[at] = 10
+        at += 1
+    return at
 
 
 def parse_output(text: str) -> dict:

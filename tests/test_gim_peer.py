@@ -60,7 +60,9 @@ def test_input_reads_back_bit_for_bit(tmp_path):
     a = np.unique(rng.integers(0, n * n, 3000))
     src, dst = a // n, a % n
     keep = src != dst
-    prob = np.concatenate([[0.005, 0.01, 0.1, 1.0], rng.random(int(keep.sum()) - 4)]).astype(np.float32)
+    edge = [0.005, 0.01, 0.1, 1.0, 0.0, 1e-7, 3.4e-9, 1.5e-45, 0.99999994, 0.049999997, 9.9999999e-5, 1e-10]
+    prob = np.concatenate([edge, rng.random(int(keep.sum()) // 2 - len(edge)),
+                           10.0 ** rng.uniform(-12, 0, int(keep.sum()) - int(keep.sum()) // 2)]).astype(np.float32)
     g = from_arcs(n, src[keep], dst[keep], prob)
     path = tmp_path / "g.txt"
     assert gim_peer.write_input(g, path) == g.m
