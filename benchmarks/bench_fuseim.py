@@ -2,7 +2,7 @@
 """Benchmark of issue 14, item 6: fused vs unfused RR-set sampling on the GPU (FuseIM's Fig. 7 and Table 2).
 
     python3 benchmarks/bench_fuseim.py OUT [--graphs BS,Go,PR,TC,LJ] [--parts sweep,heuristics]
-        [--probs 0.05,0.1,0.2,0.3,0.4,0.5,1.0,wc] [--widths 32,64,128,256] [--sets 20000]
+        [--probs 0.05,0.1,0.2,0.3,0.4,0.5,1.0,wc] [--widths 32,64,128,256] [--mappings auto] [--sets 20000]
         [--max-elements 1e8] [--min-sets 512] [--budget 540] [--cache /tmp/gpucore-bench-graphs]
 
 Graphs: preferential-attachment stand-ins (``gpucore generate pa``, seed 1, reciprocity 0.3) with the
@@ -13,7 +13,8 @@ a constant p on every arc, or weighted cascade ("wc", p = 1 / indegree). IC.
 
 A cell (graph, p) samples the same RR sets j = 0 .. S-1 (run seed --seed) with the unfused gIM-style
 sampler and with the fused one at every width (default options: no reordering, sorted sources, tail
-refill). S = --sets, lowered for cells with large sets so that one collection stays below
+refill), in each CUDA mapping of --mappings (``auto``, the sampler's own pick, by default; ``level,resident``
+times both). S = --sets, lowered for cells with large sets so that one collection stays below
 --max-elements elements (p = 1 makes every set the whole reachable part of the graph; the paper's
 Fig. 7 has no point there for the same reason), and at least --min-sets (512). Each sampler is warmed
 up (kernel compilation, a pilot of 256 sets that also gives the mean set size) and then timed once on the S
@@ -112,7 +113,7 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
     mean, per_set = coll.mean_size, pilot_u / PILOT
     coll.release()
     count = int(max(args.min_sets, min(args.sets, args.max_elements // max(mean, 1.0))))
-    configs = variants or [({"batch_width": w}, str(w)) for w in widths]
+    configs = variants or configurations(widths, args.mappings.split(","))
     projected = per_set * count  # the unfused run; each fused run is projected from its own pilot below
     cell.update({"sets": count, "mean_size": mean, "projected_seconds": projected})
     if projected > remaining():
@@ -158,6 +159,12 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
     return cell
 
 
+def configurations(widths, mappings) -> list:
+    """(sampler options, label) per width and mapping; the label is the width alone for one mapping "auto"."""
+    plain = list(mappings) == ["auto"]
+    return [({"batch_width": int(w), "mapping": m}, str(w) if plain else f"{w} {m}") for w in widths for m in mappings]
+
+
 def measured(cell) -> dict:
     """The fused runs of a cell that ran (label -> record), without those skipped for the budget."""
     return {label: f for label, f in cell.get("fused", {}).items() if "skipped" not in f}
@@ -171,6 +178,8 @@ def main(argv=None) -> int:
     p.add_argument("--probs", default="0.05,0.1,0.2,0.3,0.4,0.5,1.0,wc")
     p.add_argument("--heuristic-probs", default="0.1,0.3,wc")
     p.add_argument("--widths", default="32,64,128,256")
+    p.add_argument("--mappings", default="auto", help="CUDA fused mappings to time at every width, among "
+                                                      "auto,level,resident (auto: the sampler's own pick)")
     p.add_argument("--sets", type=int, default=20_000, help="RR sets per cell (fewer when sets are large)")
     p.add_argument("--max-elements", type=float, default=1e8, help="elements one collection may hold")
     p.add_argument("--min-sets", type=int, default=512, help="fewest RR sets per cell, whatever --max-elements")
@@ -317,7 +326,8 @@ def plot_occupancy(report, path):
     if df.empty:
         return
     graph = "BS" if "BS" in set(df["graph"]) else df["graph"].iloc[0]
-    df = df[(df["graph"] == graph) & (df["config"] == "32")]
+    df = df[(df["graph"] == graph) & (df["config"].str.split(" ").str[0] == "32")]
+    df = df[df["config"] == df["config"].iloc[0]] if not df.empty else df
     if df.empty:
         return
     sns.set_theme(style="whitegrid", context="paper")
@@ -332,8 +342,14 @@ def plot_occupancy(report, path):
     _save_fig(fig, path)
 
 
+def _resident_mark(record) -> str:
+    return " r" if record["stats"].get("resident_pieces") else ""
+
+
 def markdown(rep: dict) -> str:
     dev = rep.get("device") or {}
+    labels = [label for _, label in configurations(rep["parameters"]["widths"].split(","),
+                                                   rep["parameters"].get("mappings", "auto").split(","))]
     lines = [
         "# FuseIM benchmark: fused vs unfused RR-set sampling (issue 14, item 6)",
         "",
@@ -343,11 +359,10 @@ def markdown(rep: dict) -> str:
         f"- IC, run seed {rep['parameters']['seed']}; same sets j = 0 .. S-1 for both samplers; time = one "
         f"sample_into + sync after a warm-up; speedup = unfused / fused",
         "",
-        "## Fig. 7: speedup per width (best = auto pick)",
+        "## Fig. 7: speedup per width and mapping (best = auto pick; r: the resident mapping ran)",
         "",
-        "| graph | p | S | mean size | unfused s | " + " | ".join(f"B={w}" for w in rep["parameters"]["widths"].split(","))
-        + " | best | identical |",
-        "|---|---|---|---|---|" + "---|" * len(rep["parameters"]["widths"].split(",")) + "---|---|",
+        "| graph | p | S | mean size | unfused s | " + " | ".join(f"B={w}" for w in labels) + " | best | identical |",
+        "|---|---|---|---|---|" + "---|" * len(labels) + "---|---|",
     ]
     for c in rep["sweep"]:
         if "error" in c:
@@ -358,14 +373,15 @@ def markdown(rep: dict) -> str:
                          f"{c['skipped']} |")
             continue
         done = measured(c)
-        cells = [f"{done[w]['seconds']:.3f} s ({done[w]['speedup']:.1f}x)" if w in done
-                 else "skipped" if w in c["fused"] else "-" for w in rep["parameters"]["widths"].split(",")]
+        cells = [f"{done[w]['seconds']:.3f} s ({done[w]['speedup']:.1f}x{_resident_mark(done[w])})" if w in done
+                 else "skipped" if w in c["fused"] else "-" for w in labels]
         ident = all(f["identical"] for f in done.values())
         best = f"B={c['best']['config']}: {c['best']['speedup']:.1f}x" if "best" in c else "-"
         lines.append(f"| {c['graph']} | {c['prob']} | {c['sets']:,} | {c['mean_size']:.1f} | "
                      f"{c['unfused']['seconds']:.3f} | " + " | ".join(cells)
                      + f" | {best} | {'yes' if ident else 'NO'} |")
-    t2 = [r for r in rows(rep) if r["config"] == "32" and r["graph"] == "BS"]
+    t2_label = next((label for label in labels if label.split(" ")[0] == "32"), None)
+    t2 = [r for r in rows(rep) if r["config"] == t2_label and r["graph"] == "BS"]
     if t2:
         lines += ["", "## Table 2 (BS-size graph, B = 32)", "",
                   "| p | frontier MiB unfused (reservoirs + staging) | frontier MiB fused (lists, peak) | mask MiB fused "

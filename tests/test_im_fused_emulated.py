@@ -4,9 +4,11 @@ The unmodified kernels run through the real driver on NumPy arrays and must yiel
 unfused sampler and of the CPU fused sampler set for set: every width, model, round count, order,
 tail and dispatch order; the paths that grow the output pool and rebuild an overflowed frontier
 list from the masks; random interleavings of the threads of a block; whole IMM runs through the
-sampler registry (the emulated sampler registered beside ``gim`` and ``fused``). After every
-call the batch state must be clean (no mask bit, slot or visited word left behind). Races between
-blocks are for ``tests/gpu/test_im_fused_cuda.py``.
+sampler registry (the emulated sampler registered beside ``gim`` and ``fused``). Both mappings
+run: ``level`` (device-wide levels) and ``resident`` (a block per batch, its levels in one launch),
+and ``auto`` picks between them by the expected set size. After every call the batch state must be
+clean (no mask bit, slot or visited word left behind). Races between blocks are for
+``tests/gpu/test_im_fused_cuda.py``.
 """
 
 from __future__ import annotations
@@ -52,10 +54,13 @@ def test_equal_to_unfused_and_cpu_fused(graphs, model, rounds, width):
     for g in graphs.values():
         j0 = ESTIMATE_OFFSET if width == 64 else 0
         want = engine_sets(CPUSampler(g, model, rounds, 9, CPU), j0, 211)
-        for order, tail, sorted_sources in (("none", "refill", True), ("rcm", "none", False),
-                                            ("community", "refill", False)):
+        for order, tail, sorted_sources, mapping in (("none", "refill", True, "level"),
+                                                     ("none", "refill", True, "resident"),
+                                                     ("rcm", "none", False, "resident"),
+                                                     ("community", "refill", False, "level")):
             eng = emulated_fused_sampler(g, model, rounds, 9, batch_width=width, order=order, tail=tail,
-                                        sorted_sources=sorted_sources, max_batches=2, levels_per_sync=3)
+                                        sorted_sources=sorted_sources, max_batches=2, levels_per_sync=3,
+                                        mapping=mapping)
             same(want, engine_sets(eng, j0, 211, batch=90))  # 90, 90, 31 sets: no multiple of the width
             assert_clean(eng)
             assert eng.stats()["traversals"] == 211 * rounds
@@ -63,14 +68,15 @@ def test_equal_to_unfused_and_cpu_fused(graphs, model, rounds, width):
         same(want, engine_sets(cpu, j0, 211))
 
 
+@pytest.mark.parametrize("mapping", ["level", "resident"])
 @pytest.mark.parametrize("width", [32, 256])
-def test_skipping_hubs_equal_to_unfused_and_cpu_fused(width):
+def test_skipping_hubs_equal_to_unfused_and_cpu_fused(width, mapping):
     """A lane per slot walks the hub's jumps (many walks of many jumps on the star): the unfused sets, and the
     counters of the CPU twin (the same jumps, the same rows read)."""
     for g, rounds in ((hubs_graph(), 2), (star_graph(300, 0.125), 1)):
         want = engine_sets(CPUSampler(g, "IC", rounds, 6, CPU), 0, 130)
         eng = emulated_fused_sampler(g, "IC", rounds, 6, batch_width=width, order="rcm", max_batches=2,
-                                     levels_per_sync=2, poison=True)
+                                     levels_per_sync=2, poison=True, mapping=mapping)
         same(want, engine_sets(eng, 0, 130, batch=70))
         assert_clean(eng)
         cpu = FusedCPUSampler(g, "IC", rounds, 6, CPU, batch_width=width, order="rcm")
@@ -81,12 +87,13 @@ def test_skipping_hubs_equal_to_unfused_and_cpu_fused(width):
 
 
 # (max_batches, width, levels_per_sync, tail, model): every pair of the first four options' values
-REUSE = [(1, 32, 1, "none", "IC"), (1, 64, 4, "refill", "IC"), (2, 32, 4, "refill", "LT"),
-         (2, 64, 1, "refill", "IC"), (2, 64, 4, "none", "LT")]
+REUSE = [(1, 32, 1, "none", "IC", "level"), (1, 64, 4, "refill", "IC", "level"), (2, 32, 4, "refill", "LT", "level"),
+         (2, 64, 1, "refill", "IC", "level"), (2, 64, 4, "none", "LT", "level"), (1, 32, 1, "none", "IC", "resident"),
+         (2, 64, 1, "refill", "IC", "resident"), (2, 32, 1, "refill", "LT", "resident")]
 
 
-@pytest.mark.parametrize("max_batches,width,levels,tail,model", REUSE)
-def test_batches_reloaded_many_times(max_batches, width, levels, tail, model):
+@pytest.mark.parametrize("max_batches,width,levels,tail,model,mapping", REUSE)
+def test_batches_reloaded_many_times(max_batches, width, levels, tail, model, mapping):
     """Fewer batches than a call needs: every batch is extracted and reloaded many times per call, on a
     PA graph at p = 0.1, calls of a few hundred sets, garbage in every uninitialised array. This path
     failed on the H100 through nvcc's optimiser (a load of tbase[g] kept across a __syncthreads), which
@@ -94,20 +101,22 @@ def test_batches_reloaded_many_times(max_batches, width, levels, tail, model):
     g = pa_graph(2000, 20_000, seed=12, prob=0.1 if model == "IC" else None)
     want = engine_sets(CPUSampler(g, model, 1, 3, CPU), 5, 420)
     eng = emulated_fused_sampler(g, model, 1, 3, sms=4, poison=True, max_batches=max_batches, batch_width=width,
-                                 levels_per_sync=levels, tail=tail, sorted_sources=width == 64)
+                                 levels_per_sync=levels, tail=tail, sorted_sources=width == 64, mapping=mapping)
     same(want, engine_sets(eng, 5, 420, batch=300))  # 300 and 120 sets: every batch loaded 2 to 10 times a call
     assert_clean(eng)
     s = eng.stats()
     assert s["traversals"] == 420 and s["extractions"] >= 420 // width
+    assert s["resident_pieces"] == (2 if mapping == "resident" else 0)
 
 
-def test_successive_calls_of_any_size(graphs):
+@pytest.mark.parametrize("mapping", ["level", "resident"])
+def test_successive_calls_of_any_size(graphs, mapping):
     """Calls smaller than a batch, no multiple of the width, one set, then larger ones, on one sampler:
     the batch state, counters and pool start afresh each call and the sets continue at the next j."""
     g = graphs["wc"]
     want = engine_sets(CPUSampler(g, "IC", 2, 7, CPU), 0, 1 + 7 + 70 + 130 + 200)
     eng = emulated_fused_sampler(g, "IC", 2, 7, sms=2, poison=True, max_batches=2, batch_width=64,
-                                 levels_per_sync=2)
+                                 levels_per_sync=2, mapping=mapping)
     coll = eng.collection(0)
     for count in (1, 7, 70, 130, 200):
         eng.sample_into(coll, count, coll.mean_size)
@@ -120,7 +129,7 @@ def test_successive_calls_of_any_size(graphs):
 def test_pool_growth_and_list_rebuild(graphs, model):
     g = graphs["dense"]
     want = engine_sets(CPUSampler(g, model, 1, 4, CPU), 0, 300)
-    eng = emulated_fused_sampler(g, model, 1, 4, batch_width=32, max_batches=3, levels_per_sync=1)
+    eng = emulated_fused_sampler(g, model, 1, 4, batch_width=32, max_batches=3, levels_per_sync=1, mapping="level")
     eng.pool_factor = 0.01  # the first pool holds a fraction of the sets
     eng.list_cap = 4  # a frontier list of 4 entries overflows at once
     eng.lists = [np.empty(4, np.uint64), np.empty(4, np.uint64)]
@@ -130,11 +139,52 @@ def test_pool_growth_and_list_rebuild(graphs, model):
     assert s["regrowths"] >= 2 and eng.list_cap > 4
 
 
+@pytest.mark.parametrize("model", ["IC", "LT"])
+def test_resident_pool_growth_resumes_every_batch(graphs, model):
+    """A pool far too small: resident blocks stop when their sets do not fit, and each relaunch on a larger
+    pool resumes every batch where it stopped (a level first, then the extraction it could not do)."""
+    g = graphs["dense"]
+    want = engine_sets(CPUSampler(g, model, 1, 4, CPU), 0, 300)
+    eng = emulated_fused_sampler(g, model, 1, 4, batch_width=32, max_batches=3, poison=True, mapping="resident")
+    eng.pool_factor = 0.002
+    launches = []
+    kernel = eng.k_resident
+
+    def spy(grid, block, args, kernel=kernel):
+        launches.append(int(args[0]))  # first: 1 for the launch that loads, 0 for a resume
+        return kernel(grid, block, args)
+
+    eng.k_resident = spy
+    same(want, engine_sets(eng, 0, 300))
+    assert_clean(eng)
+    s = eng.stats()
+    assert s["regrowths"] >= 2 and launches.count(1) == 1 and launches.count(0) == s["regrowths"]
+    assert s["frontier_peak"] == 0 and s["levels"] > 0
+
+
+def test_auto_mapping_follows_the_expected_set_size(graphs):
+    """auto: a piece expected below RESIDENT_BELOW elements per traversal runs resident, others level."""
+    from gpucore.im.fused.cuda import RESIDENT_BELOW
+
+    g = graphs["wc"]
+    want = engine_sets(CPUSampler(g, "IC", 2, 7, CPU), 0, 200)
+    eng = emulated_fused_sampler(g, "IC", 2, 7, max_batches=2, batch_width=32)
+    assert eng.stats()["mapping"] == "auto"
+    coll = eng.collection(0)
+    eng.sample_into(coll, 100, 2 * RESIDENT_BELOW - 1)  # hint: elements per set of 2 rounds
+    assert eng.stats()["resident_pieces"] == 1
+    eng.sample_into(coll, 100, 2 * RESIDENT_BELOW)
+    assert eng.stats()["resident_pieces"] == 1 and eng.stats()["levels"] > 0
+    same(want, coll.host_sets())
+    with pytest.raises(GpucoreError, match="mapping 'blocks': choose one of auto, level, resident"):
+        emulated_fused_sampler(g, "IC", mapping="blocks")
+
+
 def test_extraction_by_many_blocks_sparse_and_dense(graphs):
     """Several blocks per batch write the sets; small footprints walk the ring, large ones all words."""
     for name, g in (("sparse", wc_graph(n=3000, deg=2)), ("dense", graphs["dense"])):
         want = engine_sets(CPUSampler(g, "IC", 1, 8, CPU), 0, 300)
-        eng = emulated_fused_sampler(g, "IC", 1, 8, batch_width=64, max_batches=2, sms=4)
+        eng = emulated_fused_sampler(g, "IC", 1, 8, batch_width=64, max_batches=2, sms=4, mapping="level")
         seen, grids = set(), set()
         extract = eng.k_extract
 
@@ -150,20 +200,23 @@ def test_extraction_by_many_blocks_sparse_and_dense(graphs):
         assert (1 if name == "dense" else 0) in seen
 
 
+@pytest.mark.parametrize("mapping", ["level", "resident"])
 @pytest.mark.parametrize("schedule", [1, 2])
-def test_random_interleavings(graphs, schedule):
+def test_random_interleavings(graphs, schedule, mapping):
     g = graphs["dense"]
     for model in ("IC", "LT"):
         want = engine_sets(CPUSampler(g, model, 1, 6, CPU), 0, 120)
-        eng = emulated_fused_sampler(g, model, 1, 6, batch_width=64, max_batches=2, schedule=schedule)
+        eng = emulated_fused_sampler(g, model, 1, 6, batch_width=64, max_batches=2, schedule=schedule,
+                                     mapping=mapping)
         same(want, engine_sets(eng, 0, 120))
         assert_clean(eng)
 
 
-def test_counters_match_the_cpu_twin(graphs):
+@pytest.mark.parametrize("mapping", ["level", "resident"])
+def test_counters_match_the_cpu_twin(graphs, mapping):
     g = graphs["dense"]
     cpu = FusedCPUSampler(g, "IC", 1, 3, CPU, batch_width=64, workers=1, sorted_sources=False)
-    emu = emulated_fused_sampler(g, "IC", 1, 3, batch_width=64, max_batches=1, sorted_sources=False)
+    emu = emulated_fused_sampler(g, "IC", 1, 3, batch_width=64, max_batches=1, sorted_sources=False, mapping=mapping)
     engine_sets(cpu, 0, 64)
     engine_sets(emu, 0, 64)
     a, b = cpu.stats(), emu.stats()
@@ -172,12 +225,13 @@ def test_counters_match_the_cpu_twin(graphs):
     assert b["edge_reads"] < b["edge_reads_unfused"] and b["entries"] > 0 and 0 < b["occupancy"] <= 1
 
 
-@pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 2)])
-def test_imm_identical_cpu_and_emulated_cuda(graphs, model, rounds, monkeypatch):
+@pytest.mark.parametrize("model,rounds,mapping", [("IC", 1, "level"), ("LT", 1, "level"), ("IC", 2, "level"),
+                                                  ("IC", 1, "resident"), ("LT", 2, "auto")])
+def test_imm_identical_cpu_and_emulated_cuda(graphs, model, rounds, mapping, monkeypatch):
     g = graphs["wc"]
     want = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu", sampler="gim")
     monkeypatch.setitem(SAMPLERS, "fused-emulated", ("gpucore.im.fused.emulated", "emulated_fused_sampler"))
-    opts = {"batch_width": 128, "max_batches": 2, "levels_per_sync": 2}
+    opts = {"batch_width": 128, "max_batches": 2, "levels_per_sync": 2, "mapping": mapping}
     got = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu", sampler="fused-emulated", sampler_options=opts)
     same_imm(want, got)
     cpu = imm(g, 4, 0.5, model, rounds=rounds, seed=2, backend="cpu", sampler="fused", sampler_options={"batch_width": 128})

@@ -62,8 +62,10 @@ def test_sets_equal_unfused(graphs, model, rounds, width):
         g = graphs[name]
         j0 = ESTIMATE_OFFSET if width in (32, 256) else 0
         want = engine_sets(CPUSampler(g, model, rounds, 11, cpu()), j0, 3001)
-        for order, tail, srt in (("none", "refill", True), ("rcm", "none", False), ("community", "refill", True)):
-            eng = fused(g, model, rounds, 11, batch_width=width, order=order, tail=tail, sorted_sources=srt)
+        for order, tail, srt, mapping in (("none", "refill", True, "level"), ("none", "refill", True, "resident"),
+                                          ("rcm", "none", False, "resident"), ("community", "refill", True, "level")):
+            eng = fused(g, model, rounds, 11, batch_width=width, order=order, tail=tail, sorted_sources=srt,
+                        mapping=mapping)
             same_sets(want, engine_sets(eng, j0, 3001, batch=1100))
             assert_clean(eng)
             assert eng.stats()["traversals"] == 3001 * rounds
@@ -90,25 +92,34 @@ def test_midsize_many_batches_and_levels_per_sync(midsize, model):
     g, want = graphs[model], reference(model, 40_000)
     for kw in ({}, {"levels_per_sync": 1, "max_batches": 7}, {"batch_width": 256, "levels_per_sync": 16},
                {"level_graphs": False}, {"levels_per_sync": 3, "max_batches": 5}):
-        eng = fused(g, model, 1, 3, **kw)
+        eng = fused(g, model, 1, 3, mapping="level", **kw)
         same_sets(want, engine_sets(eng, 5, 40_000, batch=15_000))
         assert_clean(eng)
         s = eng.stats()  # blocks after the first of a piece replay a CUDA graph, unless turned off
         assert (s["level_replays"] > 0 and s["level_captures"] > 0) == kw.get("level_graphs", True)
+    for kw in ({}, {"max_batches": 7}, {"batch_width": 256}, {"batch_width": 128, "tail": "none"}):
+        eng = fused(g, model, 1, 3, mapping="resident", **kw)
+        same_sets(want, engine_sets(eng, 5, 40_000, batch=15_000))
+        assert_clean(eng)
+        s = eng.stats()
+        assert s["resident_pieces"] == 3 and s["level_replays"] == 0
 
 
 # (model, max_batches, width, levels_per_sync, tail, sets per call): fewer batches than a call needs, so
 # every batch is extracted and reloaded many times in one call. The first two are the probe's cases that
 # failed on the H100 before the fz_load fix (thousands of sets lost their roots, most of them empty).
-RELOADED = [("IC", 1, 64, 4, "refill", 5000), ("IC", 4, 64, 4, "refill", 5000), ("IC", 1, 32, 1, "none", 1700),
-            ("IC", 2, 256, 16, "none", 1700), ("LT", 1, 64, 1, "refill", 1700), ("LT", 4, 128, 4, "none", 5000)]
+RELOADED = [("IC", 1, 64, 4, "refill", 5000, "level"), ("IC", 4, 64, 4, "refill", 5000, "level"),
+            ("IC", 1, 32, 1, "none", 1700, "level"), ("IC", 2, 256, 16, "none", 1700, "level"),
+            ("LT", 1, 64, 1, "refill", 1700, "level"), ("LT", 4, 128, 4, "none", 5000, "level"),
+            ("IC", 1, 64, 1, "refill", 5000, "resident"), ("IC", 3, 32, 1, "none", 1700, "resident"),
+            ("LT", 2, 128, 1, "refill", 1700, "resident")]
 
 
-@pytest.mark.parametrize("model,max_batches,width,levels,tail,per_call", RELOADED)
-def test_batches_reloaded_many_times(midsize, model, max_batches, width, levels, tail, per_call):
+@pytest.mark.parametrize("model,max_batches,width,levels,tail,per_call,mapping", RELOADED)
+def test_batches_reloaded_many_times(midsize, model, max_batches, width, levels, tail, per_call, mapping):
     graphs, reference = midsize
     eng = fused(graphs[model], model, 1, 3, max_batches=max_batches, batch_width=width, levels_per_sync=levels,
-                tail=tail)
+                tail=tail, mapping=mapping)
     assert eng.batches == max_batches
     same_sets(reference(model, 5000), engine_sets(eng, 5, 5000, batch=per_call))
     assert_clean(eng)
@@ -116,12 +127,13 @@ def test_batches_reloaded_many_times(midsize, model, max_batches, width, levels,
     assert s["traversals"] == 5000 and s["extractions"] >= 5000 // width
 
 
+@pytest.mark.parametrize("mapping", ["level", "resident"])
 @pytest.mark.parametrize("model", ["IC", "LT"])
-def test_successive_calls_of_any_size(midsize, model):
+def test_successive_calls_of_any_size(midsize, model, mapping):
     """One sampler, calls of 1 set, fewer sets than a batch, no multiple of the width, then large calls
     (the first ones use one batch, the last ones reload theirs): each continues at the next j."""
     graphs, reference = midsize
-    eng = fused(graphs[model], model, 1, 3, max_batches=16)
+    eng = fused(graphs[model], model, 1, 3, max_batches=16, mapping=mapping)
     coll = eng.collection(5)
     for count in (1, 7, 70, 1300, 3622):
         eng.sample_into(coll, count, coll.mean_size)
@@ -135,12 +147,17 @@ def test_large_sets_pool_growth_and_list_rebuild():
     g = pa_graph(50_000, 500_000, seed=6, prob=0.4)  # every set holds most of the giant component
     want = engine_sets(CPUSampler(g, "IC", 1, 8, cpu()), 0, 600)
     assert np.diff(want[0]).mean() > 1000
-    eng = fused(g, "IC", 1, 8, batch_width=64)
+    eng = fused(g, "IC", 1, 8, batch_width=64, mapping="level")
     eng.pool_factor = 0.001
     eng.list_cap = 64
     eng.lists = [eng.backend.empty((64,), np.uint64) for _ in range(2)]
     same_sets(want, engine_sets(eng, 0, 600))
     assert eng.stats()["regrowths"] >= 2 and eng.list_cap > 64
+    assert_clean(eng)
+    eng = fused(g, "IC", 1, 8, batch_width=64, mapping="resident")  # blocks stop at a full pool, then resume
+    eng.pool_factor = 0.001
+    same_sets(want, engine_sets(eng, 0, 600))
+    assert eng.stats()["regrowths"] >= 2 and eng.stats()["resident_pieces"] == 1
     assert_clean(eng)
 
 
@@ -150,8 +167,9 @@ def test_full_graph_sets_p1():
     for model in ("IC", "LT"):
         want = engine_sets(CPUSampler(g, model, 1, 0, cpu()), 0, 100)
         assert np.all(np.diff(want[0]) == n)
-        eng = fused(g, model, 1, 0, batch_width=32, levels_per_sync=64)
-        same_sets(want, engine_sets(eng, 0, 100))
+        for mapping in ("level", "resident"):
+            eng = fused(g, model, 1, 0, batch_width=32, levels_per_sync=64, mapping=mapping)
+            same_sets(want, engine_sets(eng, 0, 100))
 
 
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3)])
@@ -172,14 +190,15 @@ def hub_graphs():
     return {"ba": hub_heavy_graph(), "star2k": star_graph(20_000, 0.1)}
 
 
+@pytest.mark.parametrize("mapping", ["level", "resident"])
 @pytest.mark.parametrize("width", [64, 256])
-def test_skipping_hubs_equal_unfused(hub_graphs, width):
+def test_skipping_hubs_equal_unfused(hub_graphs, width, mapping):
     """A lane per slot walks a hub's jumps: hubs of 15,000 in-arcs at weighted cascade (BA-like graph), and a
     star whose hub has about 2,000 live arcs among 20,000 at p = 0.1 for every traversal."""
     for name, rounds, count in (("ba", 1, 20_000), ("ba", 2, 4_000), ("star2k", 1, 1_000)):
         g = hub_graphs[name]
         want = engine_sets(CPUSampler(g, "IC", rounds, 13, cpu()), 0, count)
-        eng = fused(g, "IC", rounds, 13, batch_width=width, order="rcm")
+        eng = fused(g, "IC", rounds, 13, batch_width=width, order="rcm", mapping=mapping)
         same_sets(want, engine_sets(eng, 0, count, batch=count // 2 + 1))
         assert_clean(eng)
         assert eng.stats()["skip_jumps"] > 0

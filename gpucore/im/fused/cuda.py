@@ -1,10 +1,16 @@
 """The fused sampler on one CUDA device (CuPy driver of ``kernels/im/im_fused.cu``).
 
-Mapping (FuseIM, Neff et al., ICS '24, sec. 4; see ``docs/fuseim.md`` for why): G batches of B
-traversals are in flight together, and every level runs over the frontier entries of all of them
-at once, a warp per (batch, vertex) entry with edge-level parallelism inside the warp and one 32-bit
-mask word per lane of a lane group (gIM-style warps inside a Ripples-style device-wide level). A
-piece of a call (``batching.py``):
+Mappings (FuseIM, Neff et al., ICS '24, sec. 4; see ``docs/fuseim.md`` for why). G batches of B
+traversals are in flight together. In the ``level`` mapping every level runs over the frontier entries
+of all of them at once, a warp per (batch, vertex) entry with edge-level parallelism inside the warp and
+one 32-bit mask word per lane of a lane group (gIM-style warps inside a Ripples-style device-wide
+level). In the ``resident`` mapping a block owns a batch for the whole piece and runs its levels
+itself (``fz_resident_*``: the same expansion per vertex, the same decide and extract steps with one
+block per batch, no frontier list: a level scans the batch's visited-word ring for pending words), so
+a piece is one launch instead of three per level; ``auto`` (the default) takes it for pieces expected
+below ``RESIDENT_BELOW`` elements per traversal, where a level holds a few entries and its launches
+cost more than its work. The sets are the same either way. A piece of a call in the level mapping
+(``batching.py``):
 
 1. roots: ``fz_keys`` draws every traversal's root; with sorted sources the keys (root << 32 | i)
    are sorted on the device, and batches take consecutive runs of them;
@@ -38,6 +44,12 @@ from gpucore.im.fused.stats import KERNEL_COUNTERS, Instrumented, SamplerStats
 
 #: traversals in flight per SM that the batch count aims at (memory permitting)
 INFLIGHT_PER_SM = 128
+#: how a piece's traversals are laid out on the device: "level" (every level one device-wide pass over the
+#: frontier lists of all batches), "resident" (a block per batch, running its levels itself in one launch),
+#: or "auto" (resident below RESIDENT_BELOW expected elements per traversal, level from there)
+MAPPINGS = ("auto", "level", "resident")
+#: auto's threshold, in expected elements per traversal (benchmarks/bench_fuseim.py --mappings; docs/fuseim.md)
+RESIDENT_BELOW = 64.0
 #: blocks per batch of the extraction kernels aim at this many blocks in all, per SM
 EXTRACT_BLOCKS_PER_SM = 4
 #: ctl words and flags (im_fused.cu)
@@ -102,8 +114,11 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
     def __init__(self, graph, model: str, rounds: int, seed: int, backend, batch_width: int = 64, order: str = "none",
                  sorted_sources: bool = True, tail: str = "refill", max_batches: int | None = None,
                  levels_per_sync: int = 4, mask_fraction: float = 0.2, expand_threads: int = 256,
-                 level_graphs: bool = True):
+                 level_graphs: bool = True, mapping: str = "auto"):
         self.options = opts = FusedOptions(batch_width, order, sorted_sources, tail)
+        if mapping not in MAPPINGS:
+            raise GpucoreError(f"mapping {mapping!r}: choose one of {', '.join(MAPPINGS)}")
+        self.mapping = mapping
         if not (0.0 < float(mask_fraction) <= 0.9):
             raise GpucoreError(f"mask_fraction {mask_fraction}: must lie in (0, 0.9]")
         if int(levels_per_sync) < 1:
@@ -125,6 +140,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self.k_decide = mod.get_function("fz_decide")
         self.k_extract = mod.get_function("fz_extract")
         self.k_rescan = mod.get_function("fz_rescan")
+        self.k_resident = mod.get_function("fz_resident_lt" if self.lt else "fz_resident_ic")
 
         per_batch = batch_bytes(n, W)
         free = self._free_memory()
@@ -156,7 +172,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self.lists = [be.empty((self.list_cap,), np.uint64, what="fused frontier lists") for _ in range(2)]
         self.pool_factor = 1.3  # pool = traversals x mean size x factor + slack; tests shrink it to force growth
         self._clean = True  # the batch state is all zero (false while a piece runs, and after one failed)
-        self._stats = SamplerStats(opts, "cuda", G, G * per_batch, 8, sync=be.synchronize)
+        self._stats = SamplerStats(opts, "cuda", G, G * per_batch, 8, sync=be.synchronize, mapping=mapping)
         self._stats.reorder_seconds = self._reorder_seconds
 
     def _graph_arrays(self, graph, model: str) -> dict:
@@ -211,33 +227,11 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self._clean = False
         self.ctl.fill(0)
         self.counters.fill(0)
-        X = int(max(1, -(-EXTRACT_BLOCKS_PER_SM * self.sms // used)))
-        step = self._level_launcher(used, X, j_begin, total, 1 if opts.sorted_sources else 0, order, trav_start,
-                                    trav_size)
+        resident = self._resident(per_trav)
+        traverse = self._traverse_resident if resident else self._traverse_levels
         with st.phases.phase("traverse"):
-            step(None, 0)  # load every batch
-            c, last = 0, None
-            block = self._block_runner(step)
-            while True:
-                c = block(c)
-                ctl = be.to_host(self.ctl)
-                flags, done = int(ctl[_FLAGS]), int(ctl[_WRITTEN])
-                if not flags:
-                    if int(ctl[c]) == 0 and done == total:
-                        break
-                    state = (done, int(ctl[c]), int(ctl[_DISPATCH]))
-                    if int(ctl[c]) == 0 and state == last:
-                        raise RuntimeError("fused sampler made no progress (internal error)")
-                    last = state
-                    continue
-                last = None
-                self.ctl[_FLAGS] = 0  # before growing: a rescan that overflows again sets it again
-                if flags & _POOL_OVERFLOW:
-                    self._grow_pool(int(ctl[_POOL]))
-                if flags & _LIST_OVERFLOW:
-                    self._grow_lists(c, used)
-                st.add("regrowths", 1)
-                block = self._block_runner(step)  # the captured launches point at the old pool or lists
+            traverse(used, j_begin, total, 1 if opts.sorted_sources else 0, order, trav_start, trav_size)
+        st.add("resident_pieces", int(resident))
         # a scan, not count_nonzero: CuPy builds its CUB reduction per size class of the input, so a large
         # piece compiled one inside the timed phase (seconds, in a fresh cache); the scan's kernel is one
         if int(xp.cumsum(trav_size < 0, dtype=np.int64)[-1]):
@@ -254,6 +248,71 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
             coll.count += sets
             coll.total += added
         del self.pool
+
+    def _resident(self, per_trav: float) -> bool:
+        """Does a piece of ``per_trav`` expected elements per traversal run in the resident mapping?"""
+        if self.mapping == "auto":
+            return per_trav < RESIDENT_BELOW
+        return self.mapping == "resident"
+
+    def _traverse_resident(self, used, j_begin, total, use_order, order, trav_start, trav_size) -> None:
+        """The resident mapping: one launch of ``used`` blocks, a block per batch running all its levels
+        (``fz_resident_*``); a launch whose blocks found the pool full is followed by a larger pool and a
+        relaunch that resumes every batch where it stopped."""
+        be, d, opts = self.backend, self.d, self.options
+        first = 1
+        while True:
+            self.k_resident((used,), (_BATCH_THREADS,), (
+                np.int32(first), _i64(self.n), np.int32(opts.words), self.seed, _i64(self.rounds), _i64(j_begin),
+                _i64(total), np.int32(opts.refill_threshold), np.int32(use_order), order, d["in_indptr"], d["in_src"],
+                d["in_eid"], d["in_prob"], d["qcum"], d["skip"], d["old_of_new"], d["new_of_old"], self.vis,
+                self.nxt, self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense,
+                self.efin, self.gcnt, self.cursor, self.tnew, self.done, self.slot_tr, self.slot_key,
+                self.slot_skey, self.slot_off, trav_start, trav_size, self.ctl, np.uint64(self.pool.shape[0]),
+                self.pool, self.counters,
+            ))
+            first = 0
+            ctl = be.to_host(self.ctl)
+            flags, done = int(ctl[_FLAGS]), int(ctl[_WRITTEN])
+            if flags == _POOL_OVERFLOW:
+                self.ctl[_FLAGS] = 0
+                self._grow_pool(int(ctl[_POOL]))
+                self._stats.add("regrowths", 1)
+                continue
+            if flags or done != total:
+                raise RuntimeError(f"fused sampler (resident): {done} of {total} traversals written, flags {flags} "
+                                   f"(internal error)")
+            return
+
+    def _traverse_levels(self, used, j_begin, total, use_order, order, trav_start, trav_size) -> None:
+        """The level mapping: every level one device-wide pass over all batches' frontier lists (three
+        launches, replayed as CUDA graphs in blocks of ``levels_per_sync``)."""
+        be, st = self.backend, self._stats
+        X = int(max(1, -(-EXTRACT_BLOCKS_PER_SM * self.sms // used)))
+        step = self._level_launcher(used, X, j_begin, total, use_order, order, trav_start, trav_size)
+        step(None, 0)  # load every batch
+        c, last = 0, None
+        block = self._block_runner(step)
+        while True:
+            c = block(c)
+            ctl = be.to_host(self.ctl)
+            flags, done = int(ctl[_FLAGS]), int(ctl[_WRITTEN])
+            if not flags:
+                if int(ctl[c]) == 0 and done == total:
+                    break
+                state = (done, int(ctl[c]), int(ctl[_DISPATCH]))
+                if int(ctl[c]) == 0 and state == last:
+                    raise RuntimeError("fused sampler made no progress (internal error)")
+                last = state
+                continue
+            last = None
+            self.ctl[_FLAGS] = 0  # before growing: a rescan that overflows again sets it again
+            if flags & _POOL_OVERFLOW:
+                self._grow_pool(int(ctl[_POOL]))
+            if flags & _LIST_OVERFLOW:
+                self._grow_lists(c, used)
+            st.add("regrowths", 1)
+            block = self._block_runner(step)  # the captured launches point at the old pool or lists
 
     def _level_launcher(self, used, X, j_begin, total, use_order, order, trav_start, trav_size):
         """step(c, idx): expand list c into list idx (none for c = None), then decide and extract."""

@@ -11,13 +11,17 @@ Counters (both backends count the same things):
   sets (the row of every member of every set); their ratio is the saving of fusing. Both leave out
   the skipping nodes of ``gpucore.im.skipping``, whose rows neither sampler reads: ``skip_jumps``
   counts the geometric jumps drawn there (one walk per traversal, fused or not);
-- ``levels``: synchronous frontier steps; ``frontier_peak``: most entries in one frontier list;
+- ``mapping``: how batches run (the CUDA sampler's ``mapping`` option: ``level``, ``resident`` or ``auto``;
+  a CPU worker runs its batch's levels itself: ``resident``), ``resident_pieces``: pieces of a call the
+  CUDA sampler ran in the resident mapping;
+- ``levels``: synchronous frontier steps (resident mapping: the most levels one batch ran in one
+  launch); ``frontier_peak``: most entries in one frontier list (none in the resident mapping);
   ``frontier_bytes_peak``: the bytes those lists held; ``mask_bytes``: visited + next-level masks
   (and the visited-word lists) allocated for the batches in flight;
 - ``extractions``: times a batch wrote out the sets of ended traversals; ``traversals``: traversals
   run; ``regrowths``: output pools or frontier lists grown during a call; ``level_captures`` and
   ``level_replays``: blocks of levels captured and replayed as one launch (CUDA sampler with
-  ``level_graphs``; 0 elsewhere);
+  ``level_graphs``, level mapping; 0 elsewhere);
 - ``seconds_by_phase``: roots (drawing and sorting), traverse, compact (sets in order of j).
 """
 
@@ -26,7 +30,7 @@ from __future__ import annotations
 from gpucore.timing import Phases
 
 COUNTERS = ("entries", "mask_bits", "edge_reads", "edge_reads_unfused", "skip_jumps", "levels", "frontier_peak",
-            "extractions", "traversals", "regrowths", "level_captures", "level_replays")
+            "extractions", "traversals", "regrowths", "level_captures", "level_replays", "resident_pieces")
 #: order of the counters the kernels fill (an int64 array of this length)
 KERNEL_COUNTERS = ("entries", "mask_bits", "edge_reads", "levels", "frontier_peak", "extractions", "traversals",
                    "edge_reads_unfused", "skip_jumps")
@@ -35,8 +39,9 @@ MAX_COUNTERS = ("frontier_peak",)
 
 class SamplerStats:
     def __init__(self, options, backend_name: str, batches: int, mask_bytes: int, list_entry_bytes: int,
-                 sync=None):
+                 sync=None, mapping: str = "resident"):
         self.options = options
+        self.mapping = mapping
         self.backend_name = backend_name
         self.batches = int(batches)
         self.mask_bytes = int(mask_bytes)
@@ -67,6 +72,7 @@ class SamplerStats:
             "sampler": "fused",
             "backend": self.backend_name,
             **self.options.to_dict(),
+            "mapping": self.mapping,
             "batches_in_flight": self.batches,
             **c,
             "occupancy": c["mask_bits"] / (c["entries"] * width) if c["entries"] else 0.0,

@@ -120,6 +120,155 @@ extern "C" __global__ void fz_keys(gc_u64 seed, gc_i64 j_begin, gc_i64 total, gc
 // from 64 to 74 registers (3 instead of 4 resident blocks of 256 threads), for every node.
 __device__ __noinline__ gc_i64 fz_jump(gc_u64 h, double rlq, gc_i64 d) { return gc_skip_jump(h, rlq, d); }
 
+// Expands the pending slots of vertex x of batch g (a warp; every lane calls it with the same g, x): takes
+// all W words of nxt[g][x] (a duplicate entry finds them empty and returns), then IC flips the coins of
+// x's in-arcs or walks its skipping jumps, LT draws each slot's in-arc; discovered (vertex, slot) pairs
+// go into vis and nxt, the ring (rstart, rcount) and, unless nlist is null, the next frontier list.
+// Lane 0 adds to entries, bits_total and reads; the skip jumps go to *s_jumps (shared).
+template <bool LT>
+__device__ __forceinline__ void fz_expand_entry(int g, gc_i64 x, const gc_i64* ind, const int* src, const int* eid,
+                                                const float* warc, const gc_i64* qcum, const double* skip,
+                                                const int* old_of_new, gc_i64 n, int W, gc_u64 seed,
+                                                const gc_u64* slot_key, const gc_u64* slot_skey, unsigned int* vis,
+                                                unsigned int* nxt, unsigned int* act, int* touched, int rstart,
+                                                int* rcount, gc_u64* nlist, gc_u64 cap, gc_u64* ncount, int lane,
+                                                gc_u64& entries, gc_u64& bits_total, gc_u64& reads,
+                                                gc_u64* s_jumps, bool& fits) {
+    const int B = 32 * W;
+    const gc_i64 nW = n * W;
+    const gc_i64 xbase = (gc_i64)g * nW + x * W;
+    unsigned fr = 0;
+    if (lane < W) fr = atomicExch(&nxt[xbase + lane], 0u);
+    const unsigned nz = __ballot_sync(FZ_FULL, fr != 0u);
+    if (!nz) return;  // a duplicate entry: its vertex was taken already
+    const int bits = __reduce_add_sync(FZ_FULL, (unsigned)__popc(fr));
+    const gc_i64 beg = ind[x], end = ind[x + 1];
+    const double rlq = LT ? 0.0 : skip[x];  // IC: < 0 at a skipping node, whose row is not read
+    if (lane == 0) {
+        entries += 1;
+        bits_total += (gc_u64)bits;
+        if (rlq >= 0.0) reads += (gc_u64)(end - beg);
+    }
+    int* ring = touched + (gc_i64)g * nW;
+    unsigned int* gact = act + (gc_i64)g * W;
+    const gc_u64* keys = slot_key + (gc_i64)g * B;
+    if (LT) {
+        const gc_u64 vid = (gc_u64)(unsigned)old_of_new[x];
+        for (int w = 0; w < W; ++w) {  // lane l takes the l-th slot of word w
+            const unsigned f = __shfl_sync(FZ_FULL, fr, w);
+            if (!f) continue;
+            bool touch = false, push = false;
+            int y = 0;
+            if (lane < __popc(f)) {
+                const int b = fz_kth_bit(f, lane);
+                const gc_i64 r = gc_lt_draw(gc_mix5(seed, GC_STREAM_LT_CHOICE, keys[w * 32 + b], vid, 0ULL));
+                if (beg < end && qcum[end - 1] > r) {
+                    gc_i64 lo = beg, hi = end - 1;  // first a with qcum[a] > r
+                    while (lo < hi) {
+                        const gc_i64 mid = (lo + hi) >> 1;
+                        if (qcum[mid] > r) hi = mid;
+                        else lo = mid + 1;
+                    }
+                    y = src[lo];
+                    const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
+                    const unsigned bit = 1u << b;
+                    const unsigned o = atomicOr(&vis[yw], bit);
+                    if (!(o & bit)) {
+                        touch = (o == 0u);
+                        push = (atomicOr(&nxt[yw], bit) == 0u);
+                        fz_mark(&gact[w], bit);
+                    }
+                }
+            }
+            fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
+            if (nlist) fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
+        }
+    } else if (rlq < 0.0) {
+        const gc_u64 vid = (gc_u64)(unsigned)old_of_new[x];
+        const gc_u64* skeys = slot_skey + (gc_i64)g * B;
+        const gc_i64 d = end - beg;
+        for (int w = 0; w < W; ++w) {  // lane l walks the jumps of the l-th slot of word w
+            const unsigned f = __shfl_sync(FZ_FULL, fr, w);
+            if (!f) continue;
+            unsigned bit = 0u;
+            gc_u64 hv = 0;
+            gc_i64 pos = d;  // the lane's next live position (>= d: its walk has ended)
+            int i = 0;       // the jumps it drew
+            if (lane < __popc(f)) {
+                bit = 1u << fz_kth_bit(f, lane);
+                hv = gc_step(skeys[w * 32 + __ffs(bit) - 1], vid);
+                pos = fz_jump(gc_step(hv, 0ULL), rlq, d);
+                i = 1;
+            }
+            while (__any_sync(FZ_FULL, pos < d)) {
+                bool touch = false, push = false;
+                int y = 0;
+                if (pos < d) {
+                    y = src[beg + pos];
+                    const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
+                    const unsigned o = atomicOr(&vis[yw], bit);
+                    if (!(o & bit)) {
+                        touch = (o == 0u);
+                        push = (atomicOr(&nxt[yw], bit) == 0u);
+                        fz_mark(&gact[w], bit);
+                    }
+                    pos += 1 + fz_jump(gc_step(hv, (gc_u64)i), rlq, d);
+                    i += 1;
+                }
+                fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
+                if (nlist) fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
+            }
+            if (i) atomicAdd(s_jumps, (gc_u64)i);  // the skip jumps this lane drew
+        }
+    } else {
+        const int nnz = __popc(nz);
+        const int gs = nnz <= 1 ? 1 : (nnz <= 2 ? 2 : (nnz <= 4 ? 4 : 8));
+        const int k = lane & (gs - 1), grp = lane / gs, groups = 32 / gs;
+        const int w = k < nnz ? fz_kth_bit(nz, k) : 0;
+        unsigned f = __shfl_sync(FZ_FULL, fr, w);
+        if (k >= nnz) f = 0u;
+        const unsigned gmask = (gs == 32 ? FZ_FULL : ((1u << gs) - 1u)) << (grp * gs);
+        const gc_u64* wkeys = keys + w * 32;
+        for (gc_i64 base = beg; base < end; base += groups) {
+            const gc_i64 a = base + grp;
+            bool touch = false, push = false;
+            int y = 0;
+            if (a < end && f) {
+                y = src[a];
+                const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
+                unsigned cand = f & ~*((volatile unsigned int*)&vis[yw]);
+                if (cand) {
+                    const float p = warc[a];
+                    unsigned kept = 0u;
+                    if (p >= 1.0f) {
+                        kept = cand;
+                    } else if (p > 0.0f) {
+                        const gc_u64 ea = (gc_u64)(unsigned)eid[a];
+                        while (cand) {
+                            const int b = __ffs(cand) - 1;
+                            cand &= cand - 1u;
+                            if (gc_bernoulli(gc_step(wkeys[b], ea), p)) kept |= 1u << b;
+                        }
+                    }
+                    if (kept) {
+                        const unsigned o = atomicOr(&vis[yw], kept);
+                        const unsigned fresh = kept & ~o;
+                        if (fresh) {
+                            touch = (o == 0u);
+                            push = (atomicOr(&nxt[yw], fresh) == 0u);
+                            fz_mark(&gact[w], fresh);
+                        }
+                    }
+                }
+            }
+            fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
+            const unsigned pm = __ballot_sync(FZ_FULL, push);
+            const bool lead = push && !(pm & gmask & fz_lanemask_lt(lane));  // one push per arc
+            if (nlist) fits &= fz_push_warp(lead, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
+        }
+    }
+}
+
 // The body of fz_expand_ic / fz_expand_lt (a warp per entry of list cur_idx, grid-stride).
 template <bool LT>
 __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const int* __restrict__ src,
@@ -135,8 +284,6 @@ __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const 
     __shared__ gc_u64 s_acc[4];  // entries, mask bits, edge reads, skip jumps
     const int lane = threadIdx.x & 31;
     const gc_i64 warps = ((gc_i64)gridDim.x * blockDim.x) >> 5;
-    const int B = 32 * W;
-    const gc_i64 nW = n * W;
     if (threadIdx.x < 4) s_acc[threadIdx.x] = 0;
     __syncthreads();
     gc_u64 count = ((volatile gc_u64*)ctl)[cur_idx];
@@ -147,140 +294,9 @@ __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const 
     for (gc_i64 i = ((gc_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < (gc_i64)count; i += warps) {
         const gc_u64 e = cur[i];
         const int g = (int)(e >> 32);
-        const gc_i64 x = (gc_i64)(e & 0xffffffffULL);
-        const gc_i64 xbase = (gc_i64)g * nW + x * W;
-        unsigned fr = 0;
-        if (lane < W) fr = atomicExch(&nxt[xbase + lane], 0u);
-        const unsigned nz = __ballot_sync(FZ_FULL, fr != 0u);
-        if (!nz) continue;  // a duplicate entry: its vertex was taken already
-        const int bits = __reduce_add_sync(FZ_FULL, (unsigned)__popc(fr));
-        const gc_i64 beg = ind[x], end = ind[x + 1];
-        const double rlq = LT ? 0.0 : skip[x];  // IC: < 0 at a skipping node, whose row is not read
-        if (lane == 0) {
-            entries += 1;
-            bits_total += (gc_u64)bits;
-            if (rlq >= 0.0) reads += (gc_u64)(end - beg);
-        }
-        int* ring = touched + (gc_i64)g * nW;
-        const int rstart = tbase[g];
-        int* rcount = tcount + g;
-        unsigned int* gact = act + (gc_i64)g * W;
-        const gc_u64* keys = slot_key + (gc_i64)g * B;
-        if (LT) {
-            const gc_u64 vid = (gc_u64)(unsigned)old_of_new[x];
-            for (int w = 0; w < W; ++w) {  // lane l takes the l-th slot of word w
-                const unsigned f = __shfl_sync(FZ_FULL, fr, w);
-                if (!f) continue;
-                bool touch = false, push = false;
-                int y = 0;
-                if (lane < __popc(f)) {
-                    const int b = fz_kth_bit(f, lane);
-                    const gc_i64 r = gc_lt_draw(gc_mix5(seed, GC_STREAM_LT_CHOICE, keys[w * 32 + b], vid, 0ULL));
-                    if (beg < end && qcum[end - 1] > r) {
-                        gc_i64 lo = beg, hi = end - 1;  // first a with qcum[a] > r
-                        while (lo < hi) {
-                            const gc_i64 mid = (lo + hi) >> 1;
-                            if (qcum[mid] > r) hi = mid;
-                            else lo = mid + 1;
-                        }
-                        y = src[lo];
-                        const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
-                        const unsigned bit = 1u << b;
-                        const unsigned o = atomicOr(&vis[yw], bit);
-                        if (!(o & bit)) {
-                            touch = (o == 0u);
-                            push = (atomicOr(&nxt[yw], bit) == 0u);
-                            fz_mark(&gact[w], bit);
-                        }
-                    }
-                }
-                fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
-                fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
-            }
-        } else if (rlq < 0.0) {
-            const gc_u64 vid = (gc_u64)(unsigned)old_of_new[x];
-            const gc_u64* skeys = slot_skey + (gc_i64)g * B;
-            const gc_i64 d = end - beg;
-            for (int w = 0; w < W; ++w) {  // lane l walks the jumps of the l-th slot of word w
-                const unsigned f = __shfl_sync(FZ_FULL, fr, w);
-                if (!f) continue;
-                unsigned bit = 0u;
-                gc_u64 hv = 0;
-                gc_i64 pos = d;  // the lane's next live position (>= d: its walk has ended)
-                int i = 0;       // the jumps it drew
-                if (lane < __popc(f)) {
-                    bit = 1u << fz_kth_bit(f, lane);
-                    hv = gc_step(skeys[w * 32 + __ffs(bit) - 1], vid);
-                    pos = fz_jump(gc_step(hv, 0ULL), rlq, d);
-                    i = 1;
-                }
-                while (__any_sync(FZ_FULL, pos < d)) {
-                    bool touch = false, push = false;
-                    int y = 0;
-                    if (pos < d) {
-                        y = src[beg + pos];
-                        const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
-                        const unsigned o = atomicOr(&vis[yw], bit);
-                        if (!(o & bit)) {
-                            touch = (o == 0u);
-                            push = (atomicOr(&nxt[yw], bit) == 0u);
-                            fz_mark(&gact[w], bit);
-                        }
-                        pos += 1 + fz_jump(gc_step(hv, (gc_u64)i), rlq, d);
-                        i += 1;
-                    }
-                    fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
-                    fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
-                }
-                if (i) atomicAdd(&s_acc[3], (gc_u64)i);  // the skip jumps this lane drew
-            }
-        } else {
-            const int nnz = __popc(nz);
-            const int gs = nnz <= 1 ? 1 : (nnz <= 2 ? 2 : (nnz <= 4 ? 4 : 8));
-            const int k = lane & (gs - 1), grp = lane / gs, groups = 32 / gs;
-            const int w = k < nnz ? fz_kth_bit(nz, k) : 0;
-            unsigned f = __shfl_sync(FZ_FULL, fr, w);
-            if (k >= nnz) f = 0u;
-            const unsigned gmask = (gs == 32 ? FZ_FULL : ((1u << gs) - 1u)) << (grp * gs);
-            const gc_u64* wkeys = keys + w * 32;
-            for (gc_i64 base = beg; base < end; base += groups) {
-                const gc_i64 a = base + grp;
-                bool touch = false, push = false;
-                int y = 0;
-                if (a < end && f) {
-                    y = src[a];
-                    const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
-                    unsigned cand = f & ~*((volatile unsigned int*)&vis[yw]);
-                    if (cand) {
-                        const float p = warc[a];
-                        unsigned kept = 0u;
-                        if (p >= 1.0f) {
-                            kept = cand;
-                        } else if (p > 0.0f) {
-                            const gc_u64 ea = (gc_u64)(unsigned)eid[a];
-                            while (cand) {
-                                const int b = __ffs(cand) - 1;
-                                cand &= cand - 1u;
-                                if (gc_bernoulli(gc_step(wkeys[b], ea), p)) kept |= 1u << b;
-                            }
-                        }
-                        if (kept) {
-                            const unsigned o = atomicOr(&vis[yw], kept);
-                            const unsigned fresh = kept & ~o;
-                            if (fresh) {
-                                touch = (o == 0u);
-                                push = (atomicOr(&nxt[yw], fresh) == 0u);
-                                fz_mark(&gact[w], fresh);
-                            }
-                        }
-                    }
-                }
-                fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
-                const unsigned pm = __ballot_sync(FZ_FULL, push);
-                const bool lead = push && !(pm & gmask & fz_lanemask_lt(lane));  // one push per arc
-                fits &= fz_push_warp(lead, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
-            }
-        }
+        fz_expand_entry<LT>(g, (gc_i64)(e & 0xffffffffULL), ind, src, eid, warc, qcum, skip, old_of_new, n, W, seed,
+                            slot_key, slot_skey, vis, nxt, act, touched, tbase[g], tcount + g, nlist, cap, ncount,
+                            lane, entries, bits_total, reads, &s_acc[3], fits);
     }
     if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
     if (entries) {  // one atomic per warp into shared, one per block into global
@@ -317,15 +333,16 @@ struct FzBatch {  // the arrays of all batches, and what a block needs to walk i
     int* ring;          // batch g's
 };
 
-__device__ __forceinline__ FzBatch fz_batch(gc_i64 n, int W, unsigned int* vis, int* touched) {
+// Block x of the X blocks of batch g.
+__device__ __forceinline__ FzBatch fz_batch(gc_i64 n, int W, unsigned int* vis, int* touched, int g, int x, int X) {
     FzBatch b;
     b.n = n;
     b.W = W;
     b.B = 32 * W;
     b.nW = n * W;
-    b.g = blockIdx.y;
-    b.x = blockIdx.x;
-    b.X = gridDim.x;
+    b.g = g;
+    b.x = x;
+    b.X = X;
     b.vis = vis + (gc_i64)b.g * b.nW;
     b.ring = touched + (gc_i64)b.g * b.nW;
     return b;
@@ -375,27 +392,19 @@ __device__ __forceinline__ bool fz_last_block(int* done, int X, int* s_flag) {
     return *s_flag != 0;
 }
 
-extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshold, const gc_i64* __restrict__ ind,
-                                     unsigned int* __restrict__ vis, int* __restrict__ touched,
-                                     const int* __restrict__ tbase, const int* __restrict__ tcount,
-                                     const unsigned int* __restrict__ occ, const unsigned int* __restrict__ act,
-                                     int* __restrict__ emode, int* __restrict__ edense, unsigned int* __restrict__ efin,
-                                     int* __restrict__ gcnt, gc_i64* __restrict__ cursor, int* __restrict__ tnew,
-                                     int* __restrict__ done, const gc_i64* __restrict__ slot_tr,
-                                     gc_i64* __restrict__ trav_start, int* __restrict__ trav_size,
-                                     gc_u64* __restrict__ ctl, int idx, gc_u64 pool_cap, gc_u64* __restrict__ stats) {
-    __shared__ unsigned s_fin[8];
+// The decide step of batch b (all threads of the block call it): the ended slots go to s_fin (shared,
+// W words); returns the mode on every thread (FZ_IDLE, FZ_LOAD, or, once the ended slots' members are
+// counted, FZ_EXTRACT, or FZ_ABORT when their sets do not fit the pool), or -1 on a block that is not
+// its batch's last to count them. start / count: the batch's live ring. The mode is also published in
+// emode[g] (with efin, edense) for fz_extract; *s_dense gets the walk mode (shared) in every mode.
+__device__ int fz_decide_batch(const FzBatch& b, gc_i64 total, int threshold, const gc_i64* ind, int start, int count,
+                               const unsigned int* occ, const unsigned int* act, int* emode, int* edense,
+                               unsigned int* efin, int* gcnt, gc_i64* cursor, int* tnew, int* done,
+                               const gc_i64* slot_tr, gc_i64* trav_start, int* trav_size, gc_u64* ctl,
+                               gc_u64 pool_cap, unsigned* s_fin, int* s_dense, int* s_nocc) {
     __shared__ int s_cnt[FZ_THREADS];
     __shared__ int s_mode, s_flag;
-    const FzBatch b = fz_batch(n, W, vis, touched);
-    const int tid = threadIdx.x, g = b.g;
-    if (blockDim.x != FZ_THREADS) return;
-    if (tid == 0 && b.x == 0 && g == 0) {  // level bookkeeping: the list just expanded is consumed
-        const gc_u64 consumed = ((volatile gc_u64*)ctl)[idx ^ 1];
-        if (consumed) atomicAdd(&stats[FZ_S_LEVELS], 1ULL);
-        atomicMax(&stats[FZ_S_PEAK], consumed);
-        ctl[idx ^ 1] = 0;
-    }
+    const int tid = threadIdx.x, g = b.g, W = b.W;
     if (tid == 0) {
         int nocc = 0, nfin = 0;
         for (int w = 0; w < W; ++w) {
@@ -409,19 +418,20 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
         s_mode = skip ? FZ_IDLE
                       : (nocc == 0 ? (more ? FZ_LOAD : FZ_IDLE)
                                    : ((nfin && (nfin == nocc || nfin >= threshold)) ? FZ_EXTRACT : FZ_IDLE));
+        *s_nocc = nocc;
+        *s_dense = (gc_i64)count * 2 > b.nW;
     }
     __syncthreads();
     const int mode = s_mode;
     if (mode != FZ_EXTRACT) {
         if (b.x == 0 && tid == 0) emode[g] = mode;
-        return;
+        return mode;
     }
-    const int count = tcount[g];
-    const int dense = (gc_i64)count * 2 > b.nW;
+    const int dense = *s_dense;
     const gc_i64 items = dense ? b.nW : count;
-    fz_count_share(b, dense, tbase[g], items, s_fin, ind, nullptr, s_cnt, nullptr);
+    fz_count_share(b, dense, start, items, s_fin, ind, nullptr, s_cnt, nullptr);
     if (tid < b.B && s_cnt[tid]) atomicAdd(&gcnt[g * b.B + tid], s_cnt[tid]);
-    if (!fz_last_block(&done[2 * g], b.X, &s_flag)) return;
+    if (!fz_last_block(&done[2 * g], b.X, &s_flag)) return -1;
     if (tid == 0) {  // reserve the ended sets' space in the pool, only if it fits
         volatile int* vc = gcnt + g * b.B;
         gc_u64 need = 0;
@@ -452,12 +462,39 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
             edense[g] = dense;
             tnew[g] = 0;
         }
-        emode[g] = ok ? FZ_EXTRACT : FZ_ABORT;
+        s_mode = ok ? FZ_EXTRACT : FZ_ABORT;
+        emode[g] = s_mode;
     }
+    __syncthreads();
+    return s_mode;
+}
+
+extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshold, const gc_i64* __restrict__ ind,
+                                     unsigned int* __restrict__ vis, int* __restrict__ touched,
+                                     const int* __restrict__ tbase, const int* __restrict__ tcount,
+                                     const unsigned int* __restrict__ occ, const unsigned int* __restrict__ act,
+                                     int* __restrict__ emode, int* __restrict__ edense, unsigned int* __restrict__ efin,
+                                     int* __restrict__ gcnt, gc_i64* __restrict__ cursor, int* __restrict__ tnew,
+                                     int* __restrict__ done, const gc_i64* __restrict__ slot_tr,
+                                     gc_i64* __restrict__ trav_start, int* __restrict__ trav_size,
+                                     gc_u64* __restrict__ ctl, int idx, gc_u64 pool_cap, gc_u64* __restrict__ stats) {
+    __shared__ unsigned s_fin[8];
+    __shared__ int s_dense, s_nocc;
+    const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.y, blockIdx.x, gridDim.x);
+    if (blockDim.x != FZ_THREADS) return;
+    if (threadIdx.x == 0 && b.x == 0 && b.g == 0) {  // level bookkeeping: the list just expanded is consumed
+        const gc_u64 consumed = ((volatile gc_u64*)ctl)[idx ^ 1];
+        if (consumed) atomicAdd(&stats[FZ_S_LEVELS], 1ULL);
+        atomicMax(&stats[FZ_S_PEAK], consumed);
+        ctl[idx ^ 1] = 0;
+    }
+    fz_decide_batch(b, total, threshold, ind, tbase[b.g], tcount[b.g], occ, act, emode, edense, efin, gcnt, cursor,
+                    tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, s_fin, &s_dense, &s_nocc);
 }
 
 // Loads the next traversals of the dispatch order into the free slots of batch g, then publishes the batch's
-// slots (occ) and the live part of its ring (tbase, tcount); all threads call it. The caller hands over what
+// slots (occ) and the live part of its ring (tbase, tcount), and pushes the roots to list (unless null); all
+// threads call it. The caller hands over what
 // every thread needs in shared memory or as a value, never through global memory another thread of the block
 // has just written: s_occ (occupied slots) and *s_tc (live ring entries), set before the call, and rstart (the
 // ring's start). (nvcc may reuse a load of a __restrict__ array made before a __syncthreads: a thread that
@@ -503,8 +540,10 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
         push = atomicOr(&nxt[(gc_i64)g * b.nW + word], 1u << (s & 31)) == 0u;
     }
     fz_ring_warp(touch, (int)word, b.ring, b.nW, rstart, s_tc, lane);
-    const bool fits = fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)x, list, cap, &ctl[idx], lane);
-    if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
+    if (list) {  // the resident mapping keeps no list
+        const bool fits = fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)x, list, cap, &ctl[idx], lane);
+        if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
+    }
     __syncthreads();
     if (tid < b.W) occ[g * b.W + tid] = s_occ[tid];
     if (tid == 0) {
@@ -513,45 +552,38 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
     }
 }
 
-extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin,
-                                      gc_i64 total, int use_order, const gc_i64* __restrict__ order,
-                                      const gc_i64* __restrict__ ind, const int* __restrict__ old_of_new,
-                                      const gc_i64* __restrict__ new_of_old, unsigned int* __restrict__ vis,
-                                      unsigned int* __restrict__ nxt, int* __restrict__ touched,
-                                      int* __restrict__ tbase, int* __restrict__ tcount,
-                                      unsigned int* __restrict__ occ, unsigned int* __restrict__ act,
-                                      const int* __restrict__ emode, const int* __restrict__ edense,
-                                      const unsigned int* __restrict__ efin, int* __restrict__ gcnt,
-                                      gc_i64* __restrict__ cursor, int* __restrict__ tnew, int* __restrict__ done,
-                                      const double* __restrict__ skip, gc_i64* __restrict__ slot_tr,
-                                      gc_u64* __restrict__ slot_key, gc_u64* __restrict__ slot_skey,
-                                      int* __restrict__ slot_off, gc_u64* __restrict__ list, gc_u64 cap,
-                                      gc_u64* __restrict__ ctl, int idx, int* __restrict__ pool,
-                                      gc_u64* __restrict__ stats) {
-    __shared__ unsigned s_fin[8], s_occ[8];
+// The extract step of batch b in mode `mode` (fz_decide_batch's; all threads of the block call it, also
+// for mode -1): clears act (block 0), loads an empty batch (FZ_LOAD, block 0), or writes the ended slots'
+// members (s_fin, shared) over this block's share of the words (`dense`, or the ring start / count), clears
+// their bits and appends the words still non-zero to a fresh part of the ring; the last block of the batch
+// then loads the next traversals into the free slots (roots pushed to list unless it is null).
+__device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_fin, int dense, int start, int count,
+                                 int lt, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total, int use_order,
+                                 const gc_i64* order, const gc_i64* ind, const int* old_of_new,
+                                 const gc_i64* new_of_old, unsigned int* nxt, int* tbase, int* tcount,
+                                 unsigned int* occ, unsigned int* act, int* gcnt, gc_i64* cursor, int* tnew, int* done,
+                                 const double* skip, gc_i64* slot_tr, gc_u64* slot_key, gc_u64* slot_skey,
+                                 int* slot_off, gc_u64* list, gc_u64 cap, gc_u64* ctl, int idx, int* pool,
+                                 gc_u64* stats) {
+    __shared__ unsigned s_occ[8];
     __shared__ int s_cnt[FZ_THREADS];
     __shared__ gc_i64 s_pos[FZ_THREADS];
     __shared__ int s_warp[FZ_THREADS / 32];
     __shared__ int s_flag, s_tc;
     __shared__ gc_i64 s_base;
     __shared__ gc_u64 s_unfused;
-    const FzBatch b = fz_batch(n, W, vis, touched);
-    const int tid = threadIdx.x, lane = tid & 31, g = b.g;
-    if (blockDim.x != FZ_THREADS) return;
-    const int mode = emode[g];
-    if (b.x == 0 && tid < W) act[g * W + tid] = 0u;  // fz_decide has read it; the next level marks anew
+    const int tid = threadIdx.x, lane = tid & 31, g = b.g, W = b.W;
+    if (b.x == 0 && tid < W) act[g * W + tid] = 0u;  // decide has read it; the next level marks anew
     if (mode == FZ_ABORT && b.x == 0 && tid < b.B) gcnt[g * b.B + tid] = 0;  // counts are redone next time
     if (mode == FZ_LOAD && b.x == 0) {
         if (tid < W) s_occ[tid] = occ[g * W + tid];
-        if (tid == 0) s_tc = tcount[g];
-        fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, tbase[g], tbase, tcount, occ,
+        if (tid == 0) s_tc = count;
+        fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, start, tbase, tcount, occ,
                 slot_tr, slot_key, slot_skey, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
     }
     if (mode != FZ_EXTRACT) return;
-    if (tid < W) s_fin[tid] = efin[g * W + tid];
     if (tid == 0) s_unfused = 0;
     __syncthreads();
-    const int dense = edense[g], start = tbase[g], count = tcount[g];
     const int fresh_start = dense ? 0 : (int)(((gc_i64)start + count) % b.nW);
     const gc_i64 items = dense ? b.nW : count;
     fz_count_share(b, dense, start, items, s_fin, ind, lt ? nullptr : skip, s_cnt, &s_unfused);
@@ -597,6 +629,130 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
     if (tid < b.B) gcnt[g * b.B + tid] = 0;                    // the counts for next time
     fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, fresh_start, tbase, tcount, occ,
             slot_tr, slot_key, slot_skey, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
+}
+
+extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin,
+                                      gc_i64 total, int use_order, const gc_i64* __restrict__ order,
+                                      const gc_i64* __restrict__ ind, const int* __restrict__ old_of_new,
+                                      const gc_i64* __restrict__ new_of_old, unsigned int* __restrict__ vis,
+                                      unsigned int* __restrict__ nxt, int* __restrict__ touched,
+                                      int* __restrict__ tbase, int* __restrict__ tcount,
+                                      unsigned int* __restrict__ occ, unsigned int* __restrict__ act,
+                                      const int* __restrict__ emode, const int* __restrict__ edense,
+                                      const unsigned int* __restrict__ efin, int* __restrict__ gcnt,
+                                      gc_i64* __restrict__ cursor, int* __restrict__ tnew, int* __restrict__ done,
+                                      const double* __restrict__ skip, gc_i64* __restrict__ slot_tr,
+                                      gc_u64* __restrict__ slot_key, gc_u64* __restrict__ slot_skey,
+                                      int* __restrict__ slot_off, gc_u64* __restrict__ list, gc_u64 cap,
+                                      gc_u64* __restrict__ ctl, int idx, int* __restrict__ pool,
+                                      gc_u64* __restrict__ stats) {
+    __shared__ unsigned s_fin[8];
+    const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.y, blockIdx.x, gridDim.x);
+    if (blockDim.x != FZ_THREADS) return;
+    const int g = b.g, mode = emode[g];
+    if (threadIdx.x < W) s_fin[threadIdx.x] = efin[g * W + threadIdx.x];
+    fz_extract_batch(b, mode, s_fin, edense[g], tbase[g], tcount[g], lt, seed, rounds, j_begin, total, use_order,
+                     order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act, gcnt, cursor, tnew, done, skip,
+                     slot_tr, slot_key, slot_skey, slot_off, list, cap, ctl, idx, pool, stats);
+}
+
+// ---- the resident mapping (fz_resident_ic / fz_resident_lt): grid (batches), FZ_THREADS threads ---------
+//
+// Block g owns batch g for the whole piece and runs its levels itself, with __syncthreads between the
+// steps of a level instead of launches: expand (the block's warps scan the live ring for words whose nxt
+// is not zero and expand their vertices: every pending bit lies in a word of the ring, since nxt is a
+// subset of vis), decide, extract (X = 1), until its batch is empty and the dispatch order is exhausted.
+// No frontier list, so no list overflow. The batch's state is in global memory, so a block that finds
+// the pool full (FZ_ABORT) returns and a relaunch with first = 0 resumes it with a level (the host grows
+// the pool in between); first = 1 starts with a load. Arrays written and read inside the launch are
+// passed without __restrict__ (no read-only-cache loads of them). Levels: stats[FZ_S_LEVELS] gets the
+// most levels one batch ran in one launch; no frontier list, so FZ_S_PEAK is left alone.
+template <bool LT>
+__device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total,
+                            int threshold, int use_order, const gc_i64* order, const gc_i64* ind, const int* src,
+                            const int* eid, const float* warc, const gc_i64* qcum, const double* skip,
+                            const int* old_of_new, const gc_i64* new_of_old, unsigned int* vis, unsigned int* nxt,
+                            int* touched, int* tbase, int* tcount, unsigned int* occ, unsigned int* act, int* emode,
+                            int* edense, unsigned int* efin, int* gcnt, gc_i64* cursor, int* tnew, int* done,
+                            gc_i64* slot_tr, gc_u64* slot_key, gc_u64* slot_skey, int* slot_off,
+                            gc_i64* trav_start, int* trav_size, gc_u64* ctl, gc_u64 pool_cap, int* pool,
+                            gc_u64* stats) {
+    __shared__ unsigned s_fin[8];
+    __shared__ int s_dense, s_nocc;
+    __shared__ gc_u64 s_acc[4];  // entries, mask bits, edge reads, skip jumps
+    const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.x, 0, 1);
+    if (blockDim.x != FZ_THREADS) return;
+    const int tid = threadIdx.x, lane = tid & 31, g = b.g;
+    if (tid < 4) s_acc[tid] = 0;
+    gc_u64 entries = 0, bits_total = 0, reads = 0;  // lane 0 of each warp
+    bool fits = true;
+    gc_u64 levels = 0;
+    volatile int* vbase = tbase;
+    volatile int* vcount = tcount;
+    const volatile unsigned int* vnxt = nxt + (gc_i64)g * b.nW;
+    for (bool expand = !first;; expand = true) {
+        __syncthreads();  // the last step's writes (ring, occ, slots) before they are read
+        if (expand) {
+            const int start = vbase[g], count = vcount[g];
+            __syncthreads();  // every thread holds the level's ring before an append moves its count
+            for (int base = (tid >> 5) * 32; base < count; base += FZ_THREADS) {  // warp-uniform
+                const int i = base + lane;
+                int word = 0;
+                bool pending = false;
+                if (i < count) {
+                    word = b.ring[((gc_i64)start + i) % b.nW];
+                    pending = vnxt[word] != 0u;
+                }
+                unsigned m = __ballot_sync(FZ_FULL, pending);
+                while (m) {
+                    const int at = __shfl_sync(FZ_FULL, word, __ffs(m) - 1);
+                    m &= m - 1u;
+                    fz_expand_entry<LT>(g, (gc_i64)(at / W), ind, src, eid, warc, qcum, skip, old_of_new, n, W, seed,
+                                        slot_key, slot_skey, vis, nxt, act, touched, start, tcount + g, nullptr, 0,
+                                        nullptr, lane, entries, bits_total, reads, &s_acc[3], fits);
+                }
+            }
+            levels += 1;
+            __syncthreads();  // the level's discoveries (vis, nxt, act, ring) before decide
+        }
+        const int start = vbase[g], count = vcount[g];
+        const int mode = fz_decide_batch(b, total, threshold, ind, start, count, occ, act, emode, edense, efin, gcnt,
+                                         cursor, tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, s_fin,
+                                         &s_dense, &s_nocc);
+        fz_extract_batch(b, mode, s_fin, s_dense, start, count, LT ? 1 : 0, seed, rounds, j_begin, total, use_order,
+                         order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act, gcnt, cursor, tnew, done,
+                         skip, slot_tr, slot_key, slot_skey, slot_off, nullptr, 0, ctl, 0, pool, stats);
+        if (mode == FZ_ABORT || (mode == FZ_IDLE && s_nocc == 0)) break;  // uniform: shared or returned values
+    }
+    if (entries) {
+        atomicAdd(&s_acc[0], entries);
+        atomicAdd(&s_acc[1], bits_total);
+        atomicAdd(&s_acc[2], reads);
+    }
+    __syncthreads();
+    if (tid < 3 && s_acc[tid]) atomicAdd(&stats[FZ_S_ENTRIES + tid], s_acc[tid]);
+    if (tid == 3 && s_acc[3]) atomicAdd(&stats[FZ_S_JUMPS], s_acc[3]);
+    if (tid == 0 && levels) atomicMax(&stats[FZ_S_LEVELS], levels);
+}
+
+#define FZ_RESIDENT_PARAMS                                                                                      \
+    int first, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total, int threshold,        \
+        int use_order, const gc_i64 *order, const gc_i64 *ind, const int *src, const int *eid, const float *warc, \
+        const gc_i64 *qcum, const double *skip, const int *old_of_new, const gc_i64 *new_of_old,                \
+        unsigned int *vis, unsigned int *nxt, int *touched, int *tbase, int *tcount, unsigned int *occ,          \
+        unsigned int *act, int *emode, int *edense, unsigned int *efin, int *gcnt, gc_i64 *cursor, int *tnew,    \
+        int *done, gc_i64 *slot_tr, gc_u64 *slot_key, gc_u64 *slot_skey, int *slot_off, gc_i64 *trav_start,     \
+        int *trav_size, gc_u64 *ctl, gc_u64 pool_cap, int *pool, gc_u64 *stats
+#define FZ_RESIDENT_ARGS                                                                                         \
+    first, n, W, seed, rounds, j_begin, total, threshold, use_order, order, ind, src, eid, warc, qcum, skip,      \
+        old_of_new, new_of_old, vis, nxt, touched, tbase, tcount, occ, act, emode, edense, efin, gcnt, cursor,   \
+        tnew, done, slot_tr, slot_key, slot_skey, slot_off, trav_start, trav_size, ctl, pool_cap, pool, stats
+
+extern "C" __global__ void __launch_bounds__(FZ_THREADS) fz_resident_ic(FZ_RESIDENT_PARAMS) {
+    fz_resident<false>(FZ_RESIDENT_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(FZ_THREADS) fz_resident_lt(FZ_RESIDENT_PARAMS) {
+    fz_resident<true>(FZ_RESIDENT_ARGS);
 }
 
 // Rebuilds list `idx` from nxt after an overflow: one entry per (batch, vertex) with a nonzero word.
