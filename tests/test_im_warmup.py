@@ -150,7 +150,8 @@ def test_fused_engine_phases_use_nothing_the_warm_up_did_not(recorder, monkeypat
         sampler_options={"batch_width": 64, "max_batches": 2, "levels_per_sync": 2})
     check(recorder)
     kernels = {item[1] for item in recorder.seen["prepare"] if item[0] == "kernel"}
-    assert {"fz_keys", "fz_decide", "fz_extract", "fz_rescan", "im_compact", f"fz_expand_{model.lower()}"} <= kernels
+    assert {"fz_keys", "fz_decide", "fz_extract", "fz_rescan", "im_compact", f"fz_expand_{model.lower()}",
+            f"fz_resident_{model.lower()}"} <= kernels
 
 
 @pytest.mark.parametrize("graph,picked", [("wc", "gim"), ("dense", "fused")])

@@ -186,12 +186,18 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
 
     def warm_up(self) -> None:
         """First uses a solve's phases make and a short call does not (``Engine.warm_up``): the sort of a
-        piece's keys beyond one tile (CUB's multi-tile radix sort, other kernels than a small sort's) and
-        the frontier-list rebuild (``fz_rescan``; on the clean masks it lists nothing)."""
+        piece's keys beyond one tile (CUB's multi-tile radix sort, other kernels than a small sort's),
+        the frontier-list rebuild (``fz_rescan``; on the clean masks it lists nothing) and, under auto,
+        a piece in each mapping (the phases' set sizes may take either)."""
         if self.options.sorted_sources:
             self.xp.sort(self.backend.asarray(np.arange(1 << 16, 0, -1, dtype=np.int64), what="warm-up keys"))
         self.ctl[0] = 0  # as _grow_lists before its rescan (a scalar store into a device array)
         self._rescan(0, self.batches)
+        if self.mapping == "auto":  # the phases may run either mapping: a throw-away piece in each
+            for hint in (0.0, RESIDENT_BELOW * self.rounds):  # resident (no hint), then level
+                coll = self.collection(0)
+                self._piece(coll, 2, hint)
+                coll.release()
 
     # ---- sampling ---------------------------------------------------------------------------
     def sample_into(self, coll, count: int, mean_hint: float) -> None:
