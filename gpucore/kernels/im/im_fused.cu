@@ -659,9 +659,9 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
 // ---- the resident mapping (fz_resident_ic / fz_resident_lt): grid (batches), FZ_THREADS threads ---------
 //
 // Block g owns batch g for the whole piece and runs its levels itself, with __syncthreads between the
-// steps of a level instead of launches: expand (the block's warps scan the live ring for words whose nxt
-// is not zero and expand their vertices: every pending bit lies in a word of the ring, since nxt is a
-// subset of vis), decide, extract (X = 1), until its batch is empty and the dispatch order is exhausted.
+// steps of a level instead of launches: expand (the block lists, a chunk of FZ_THREADS ring entries at a
+// time, the words whose nxt is not zero, and its warps expand their vertices, one warp per word: every
+// pending bit lies in a word of the ring, since nxt is a subset of vis), decide, extract (X = 1), until its batch is empty and the dispatch order is exhausted.
 // No frontier list, so no list overflow. The batch's state is in global memory, so a block that finds
 // the pool full (FZ_ABORT) returns and a relaunch with first = 0 resumes it with a level (the host grows
 // the pool in between); first = 1 starts with a load. Arrays written and read inside the launch are
@@ -680,6 +680,7 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
     __shared__ unsigned s_fin[8];
     __shared__ int s_dense, s_nocc;
     __shared__ gc_u64 s_acc[4];  // entries, mask bits, edge reads, skip jumps
+    __shared__ int s_pend[FZ_THREADS], s_np;
     const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.x, 0, 1);
     if (blockDim.x != FZ_THREADS) return;
     const int tid = threadIdx.x, lane = tid & 31, g = b.g;
@@ -695,22 +696,21 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
         if (expand) {
             const int start = vbase[g], count = vcount[g];
             __syncthreads();  // every thread holds the level's ring before an append moves its count
-            for (int base = (tid >> 5) * 32; base < count; base += FZ_THREADS) {  // warp-uniform
-                const int i = base + lane;
-                int word = 0;
-                bool pending = false;
-                if (i < count) {
-                    word = b.ring[((gc_i64)start + i) % b.nW];
-                    pending = vnxt[word] != 0u;
+            for (int base = 0; base < count; base += FZ_THREADS) {  // a chunk of the ring: uniform
+                if (tid == 0) s_np = 0;
+                __syncthreads();
+                const int i = base + tid;
+                if (i < count) {  // the chunk's pending words, listed in shared memory
+                    const int word = b.ring[((gc_i64)start + i) % b.nW];
+                    if (vnxt[word] != 0u) s_pend[atomicAdd(&s_np, 1)] = word;
                 }
-                unsigned m = __ballot_sync(FZ_FULL, pending);
-                while (m) {
-                    const int at = __shfl_sync(FZ_FULL, word, __ffs(m) - 1);
-                    m &= m - 1u;
-                    fz_expand_entry<LT>(g, (gc_i64)(at / W), ind, src, eid, warc, qcum, skip, old_of_new, n, W, seed,
-                                        slot_key, slot_skey, vis, nxt, act, touched, start, tcount + g, nullptr, 0,
-                                        nullptr, lane, entries, bits_total, reads, &s_acc[3], fits);
-                }
+                __syncthreads();
+                const int np = s_np;
+                for (int e = tid >> 5; e < np; e += FZ_THREADS / 32)  // spread over the warps: uniform per warp
+                    fz_expand_entry<LT>(g, (gc_i64)(s_pend[e] / W), ind, src, eid, warc, qcum, skip, old_of_new, n, W,
+                                        seed, slot_key, slot_skey, vis, nxt, act, touched, start, tcount + g, nullptr,
+                                        0, nullptr, lane, entries, bits_total, reads, &s_acc[3], fits);
+                __syncthreads();  // s_pend and s_np are reused
             }
             levels += 1;
             __syncthreads();  // the level's discoveries (vis, nxt, act, ring) before decide
