@@ -432,38 +432,60 @@ __device__ int fz_decide_batch(const FzBatch& b, gc_i64 total, int threshold, co
     fz_count_share(b, dense, start, items, s_fin, ind, nullptr, s_cnt, nullptr);
     if (tid < b.B && s_cnt[tid]) atomicAdd(&gcnt[g * b.B + tid], s_cnt[tid]);
     if (!fz_last_block(&done[2 * g], b.X, &s_flag)) return -1;
-    if (tid == 0) {  // reserve the ended sets' space in the pool, only if it fits
+    if (tid < 32) {  // warp 0 reserves the ended sets' space in the pool, only if it fits
+        // lane l takes the slots l, l + 32, ... (word q of the masks); the sets go to the pool in that order
+        const int lane = tid;
         volatile int* vc = gcnt + g * b.B;
-        gc_u64 need = 0;
-        for (int s = 0; s < b.B; ++s) need += (gc_u64)vc[s];
-        gc_u64 old = ((volatile gc_u64*)ctl)[FZ_POOL];
-        bool ok = true;
-        while (true) {
-            if (old + need > pool_cap) {
-                atomicOr(&ctl[FZ_FLAGS], FZ_POOL_OVERFLOW);
-                ok = false;
-                break;
-            }
-            const gc_u64 seen = atomicCAS(&ctl[FZ_POOL], old, old + need);
-            if (seen == old) break;
-            old = seen;
+        int c[8];
+        gc_u64 mine = 0;
+        for (int q = 0; q < W; ++q) {
+            c[q] = ((s_fin[q] >> lane) & 1u) ? vc[q * 32 + lane] : 0;
+            mine += (gc_u64)c[q];
         }
+        gc_u64 incl = mine;  // inclusive scan over the lanes
+        for (int d = 1; d < 32; d <<= 1) {
+            const gc_u64 y = __shfl_up_sync(FZ_FULL, incl, d);
+            if (lane >= d) incl += y;
+        }
+        const gc_u64 need = __shfl_sync(FZ_FULL, incl, 31);
+        gc_u64 old = 0;
+        int ok = 1;
+        if (lane == 0) {
+            old = ((volatile gc_u64*)ctl)[FZ_POOL];
+            while (true) {
+                if (old + need > pool_cap) {
+                    atomicOr(&ctl[FZ_FLAGS], FZ_POOL_OVERFLOW);
+                    ok = 0;
+                    break;
+                }
+                const gc_u64 seen = atomicCAS(&ctl[FZ_POOL], old, old + need);
+                if (seen == old) break;
+                old = seen;
+            }
+        }
+        old = __shfl_sync(FZ_FULL, old, 0);
+        ok = __shfl_sync(FZ_FULL, ok, 0);
         if (ok) {
-            gc_i64 at = (gc_i64)old;
-            for (int s = 0; s < b.B; ++s) {
-                if (!((s_fin[s >> 5] >> (s & 31)) & 1u)) continue;
+            gc_i64 at = (gc_i64)(old + incl - mine);
+            for (int q = 0; q < W; ++q) {
+                if (!((s_fin[q] >> lane) & 1u)) continue;
+                const int s = q * 32 + lane;
                 const gc_i64 tr = slot_tr[(gc_i64)g * b.B + s];
                 cursor[(gc_i64)g * b.B + s] = at;
                 trav_start[tr] = at;
-                trav_size[tr] = vc[s];
-                at += vc[s];
+                trav_size[tr] = c[q];
+                at += c[q];
             }
-            for (int w = 0; w < W; ++w) efin[g * W + w] = s_fin[w];
-            edense[g] = dense;
-            tnew[g] = 0;
+            if (lane < W) efin[g * W + lane] = s_fin[lane];
+            if (lane == 0) {
+                edense[g] = dense;
+                tnew[g] = 0;
+            }
         }
-        s_mode = ok ? FZ_EXTRACT : FZ_ABORT;
-        emode[g] = s_mode;
+        if (lane == 0) {
+            s_mode = ok ? FZ_EXTRACT : FZ_ABORT;
+            emode[g] = s_mode;
+        }
     }
     __syncthreads();
     return s_mode;
