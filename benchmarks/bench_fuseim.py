@@ -59,7 +59,7 @@ GRAPHS = {
     "TC": {"cache": "fuseim-topcats", "title": "wiki-topcats size", "nodes": 1_791_489, "edges": 28_511_807},
     "LJ": {"cache": "livejournal", "title": "soc-LiveJournal1 size", "nodes": 4_847_571, "edges": 68_993_773},
 }
-PILOT = 256
+PILOT = 256  # default sets of a pilot
 REORDER_SECONDS_PER_ARC = 3e-6  # sequential RCM / Louvain, for the budget projection
 
 
@@ -109,8 +109,8 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
     t = time.perf_counter()
     unfused = make_sampler(g, "IC", 1, args.seed, be, "gim")
     cell["unfused_setup_seconds"] = time.perf_counter() - t
-    pilot_u, coll = timed_sample(unfused, PILOT, 0.0, j0=1 << 30)
-    mean, per_set = coll.mean_size, pilot_u / PILOT
+    pilot_u, coll = timed_sample(unfused, args.pilot, 0.0, j0=1 << 30)
+    mean, per_set = coll.mean_size, pilot_u / args.pilot
     coll.release()
     count = int(max(args.min_sets, min(args.sets, args.max_elements // max(mean, 1.0))))
     configs = variants or configurations(widths, args.mappings.split(","))
@@ -132,11 +132,11 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> di
         t = time.perf_counter()
         eng = make_sampler(g, "IC", 1, args.seed, be, "fused", **opts)
         setup = time.perf_counter() - t
-        pilot_f, warm = timed_sample(eng, PILOT, mean, j0=1 << 30)  # warm-up (kernels, pool sizes)
+        pilot_f, warm = timed_sample(eng, args.pilot, mean, j0=1 << 30)  # warm-up (kernels, pool sizes)
         warm.release()
         extra = REORDER_SECONDS_PER_ARC * g.m if opts.get("order", "none") != "none" else 0.0
-        if 2.0 * pilot_f / PILOT * count + extra > remaining():  # twice the pilot's rate: a margin
-            cell["fused"][label] = {"options": opts, "skipped": f"projected {2.0 * pilot_f / PILOT * count:.0f}s "
+        if 2.0 * pilot_f / args.pilot * count + extra > remaining():  # twice the pilot's rate: a margin
+            cell["fused"][label] = {"options": opts, "skipped": f"projected {2.0 * pilot_f / args.pilot * count:.0f}s "
                                     f"exceeds the remaining budget {max(0.0, remaining()):.0f}s"}
             del eng
             continue
@@ -183,6 +183,8 @@ def main(argv=None) -> int:
     p.add_argument("--sets", type=int, default=20_000, help="RR sets per cell (fewer when sets are large)")
     p.add_argument("--max-elements", type=float, default=1e8, help="elements one collection may hold")
     p.add_argument("--min-sets", type=int, default=512, help="fewest RR sets per cell, whatever --max-elements")
+    p.add_argument("--pilot", type=int, default=PILOT, help="sets of each sampler's warm-up pilot (gives the mean "
+                                                             "size and the time projections)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", type=float, default=540.0, help="seconds; cells that do not fit are skipped")
     p.add_argument("--cache", default=GRAPH_CACHE)
