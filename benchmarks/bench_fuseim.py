@@ -344,6 +344,10 @@ def plot_occupancy(report, path):
     _save_fig(fig, path)
 
 
+def _secs(x: float) -> str:
+    return f"{x * 1e3:.2f} ms" if x < 0.1 else f"{x:.3f} s"
+
+
 def _resident_mark(record) -> str:
     return " r" if record["stats"].get("resident_pieces") else ""
 
@@ -363,7 +367,7 @@ def markdown(rep: dict) -> str:
         "",
         "## Fig. 7: speedup per width and mapping (best = auto pick; r: the resident mapping ran)",
         "",
-        "| graph | p | S | mean size | unfused s | " + " | ".join(f"B={w}" for w in labels) + " | best | identical |",
+        "| graph | p | S | mean size | unfused | " + " | ".join(f"B={w}" for w in labels) + " | best | identical |",
         "|---|---|---|---|---|" + "---|" * len(labels) + "---|---|",
     ]
     for c in rep["sweep"]:
@@ -375,12 +379,12 @@ def markdown(rep: dict) -> str:
                          f"{c['skipped']} |")
             continue
         done = measured(c)
-        cells = [f"{done[w]['seconds']:.3f} s ({done[w]['speedup']:.1f}x{_resident_mark(done[w])})" if w in done
+        cells = [f"{_secs(done[w]['seconds'])} ({done[w]['speedup']:.2f}x{_resident_mark(done[w])})" if w in done
                  else "skipped" if w in c["fused"] else "-" for w in labels]
         ident = all(f["identical"] for f in done.values())
-        best = f"B={c['best']['config']}: {c['best']['speedup']:.1f}x" if "best" in c else "-"
+        best = f"B={c['best']['config']}: {c['best']['speedup']:.2f}x" if "best" in c else "-"
         lines.append(f"| {c['graph']} | {c['prob']} | {c['sets']:,} | {c['mean_size']:.1f} | "
-                     f"{c['unfused']['seconds']:.3f} | " + " | ".join(cells)
+                     f"{_secs(c['unfused']['seconds'])} | " + " | ".join(cells)
                      + f" | {best} | {'yes' if ident else 'NO'} |")
     t2_label = next((label for label in labels if label.split(" ")[0] == "32"), None)
     t2 = [r for r in rows(rep) if r["config"] == t2_label and r["graph"] == "BS"]

@@ -9,7 +9,9 @@ steps and mask extraction when they are tiny. Measured on one H100 (``results/re
 at a mean of 235 elements (web-Google size, p = 0.1), 9.7x to 58x for larger sets, 1.0x (width 64-128)
 at 1.4 and 0.2x (5x slower) at 6.3 (weighted cascade). Interpolating the speedup log-linearly in the
 mean size between 6.3 and 235 puts the break-even near 44; ``AUTO_MIN_MEAN`` = 64 keeps a margin, so
-auto never picks the fused sampler where the measurements say it loses. Width 256 was the fastest
+auto never picks the fused sampler where the measurements say it loses. (The fused sampler's resident
+mapping later brought the tiny-set cells to 0.9-1.04x in calls of 20,000 sets, but 0.46-0.52x in calls
+of 200,000 on the web-Google- and web-BerkStan-size graphs: the threshold stays.) Width 256 was the fastest
 width at every mean size where fused won.
 
 The probe: sets j = 0, 1, ... (the first keys of the lower-bound search, drawn once more and thrown
