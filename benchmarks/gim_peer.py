@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from gpucore.graph.generators import put_pair
+
 #: lines of gIM's output kept in a failure record
 TAIL_LINES = 6
-
-
 #: the longest line ``write_input`` writes: two 10-digit ids, ``d.dddddddde-XX``, two spaces and a newline
 _LINE_MAX = 10 + 1 + 10 + 1 + 15 + 1
 
@@ -54,19 +54,9 @@ def _format_arcs(src, dst, prob, out):
     at = 0
     digits = np.empty(20, dtype=np.uint8)
     for i in range(src.shape[0]):
-        for value in (src[i], dst[i]):
-            k = 0
-            while True:
-                digits[k] = 48 + value % 10
-                value //= 10
-                k += 1
-                if value == 0:
-                    break
-            for j in range(k - 1, -1, -1):
-                out[at] = digits[j]
-                at += 1
-            out[at] = 32
-            at += 1
+        at = put_pair(out, at, src[i], dst[i], 32, digits)
+        out[at] = 32
+        at += 1
         p = prob[i]
         if p == 0.0 or p == 1.0:
             out[at] = 48 if p == 0.0 else 49

@@ -146,24 +146,39 @@ def generate(kind: str, nodes: int, edges: int, seed: int = 0, **options) -> tup
 
 
 @njit(cache=True)
+def put_decimal(out, at, x, digits):
+    """Write the non-negative integer x in decimal into the byte array ``out`` from position ``at``
+    (``digits``: a scratch of at least 20 bytes); returns the position after it."""
+    nd = 0
+    while True:
+        digits[nd] = 48 + x % 10
+        x //= 10
+        nd += 1
+        if x == 0:
+            break
+    for j in range(nd - 1, -1, -1):
+        out[at] = digits[j]
+        at += 1
+    return at
+
+
+@njit(cache=True)
+def put_pair(out, at, u, v, sep, digits):
+    """``u``, the byte ``sep``, ``v`` in decimal into ``out`` from ``at`` (``put_decimal``); returns the
+    position after v."""
+    at = put_decimal(out, at, u, digits)
+    out[at] = sep
+    return put_decimal(out, at + 1, v, digits)
+
+
+@njit(cache=True)
 def _format_lines(src, dst, out):
     k = 0
     digits = np.empty(20, dtype=np.uint8)
     for i in range(src.shape[0]):
-        for col in range(2):
-            x = src[i] if col == 0 else dst[i]
-            nd = 0
-            while True:
-                digits[nd] = 48 + x % 10
-                x //= 10
-                nd += 1
-                if x == 0:
-                    break
-            for j in range(nd - 1, -1, -1):
-                out[k] = digits[j]
-                k += 1
-            out[k] = 9 if col == 0 else 10
-            k += 1
+        k = put_pair(out, k, src[i], dst[i], 9, digits)
+        out[k] = 10
+        k += 1
     return k
 
 
