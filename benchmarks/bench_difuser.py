@@ -152,7 +152,7 @@ def main(argv=None) -> int:
         "commit": git_commit(), "device": get_backend(be).device_info(), "host": cpu_facts(),
         "parameters": {k: getattr(args, k) for k in ("k", "registers", "rebuild_threshold", "imm_eps",
                                                      "oracle_runs", "seed", "samplings", "refines", "mappings",
-                                                     "parts")},
+                                                     "parts", "gim")},
         "cells": [],
     }
     solvers = [s.strip() for s in args.parts.split(",") if s.strip()] + (["gim"] if args.gim else [])
