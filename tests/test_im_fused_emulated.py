@@ -159,7 +159,27 @@ def test_resident_pool_growth_resumes_every_batch(graphs, model):
     assert_clean(eng)
     s = eng.stats()
     assert s["regrowths"] >= 2 and launches.count(1) == 1 and launches.count(0) == s["regrowths"]
-    assert s["frontier_peak"] == 0 and s["levels"] > 0
+    assert s["frontier_peak"] == 0 and s["levels"] > 0 and s["ring_levels"] >= s["regrowths"]
+
+
+@pytest.mark.parametrize("model", ["IC", "LT"])
+@pytest.mark.parametrize("entries", [2, 1024])
+def test_resident_frontier_lists_and_their_overflow(graphs, model, entries):
+    """The resident mapping expands the levels listed in its shared frontier lists; a list too small for a
+    level makes the next level find its pending vertices in the ring, and the sets stay the same."""
+    g = graphs["dense"]
+    want = engine_sets(CPUSampler(g, model, 1, 4, CPU), 0, 300)
+    eng = emulated_fused_sampler(g, model, 1, 4, batch_width=32, max_batches=3, mapping="resident",
+                                 resident_list=entries)
+    eng.pool_factor = 50.0  # no pool growth: every launch is a first one
+    same(want, engine_sets(eng, 0, 300))
+    assert_clean(eng)
+    s = eng.stats()
+    assert s["resident_pieces"] == 1 and s["regrowths"] == 0
+    if entries == 2:
+        assert s["ring_levels"] > s["levels"] // 2  # a 2-entry list overflows in many levels of every batch
+    else:
+        assert s["ring_levels"] == 0  # a first launch loads its roots into a list: no level scans the ring
 
 
 def test_auto_mapping_follows_the_expected_set_size(graphs):

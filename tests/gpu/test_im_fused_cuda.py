@@ -159,6 +159,12 @@ def test_large_sets_pool_growth_and_list_rebuild():
     same_sets(want, engine_sets(eng, 0, 600))
     assert eng.stats()["regrowths"] >= 2 and eng.stats()["resident_pieces"] == 1
     assert_clean(eng)
+    eng = fused(g, "IC", 1, 8, batch_width=64, mapping="resident")  # levels overflow the shared lists
+    eng.pool_factor = 50.0
+    same_sets(want, engine_sets(eng, 0, 600))
+    s = eng.stats()
+    assert s["regrowths"] == 0 and s["ring_levels"] > 0
+    assert_clean(eng)
 
 
 def test_full_graph_sets_p1():

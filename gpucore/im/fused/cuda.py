@@ -6,7 +6,8 @@ of all of them at once, a warp per (batch, vertex) entry with edge-level paralle
 one 32-bit mask word per lane of a lane group (gIM-style warps inside a Ripples-style device-wide
 level). In the ``resident`` mapping a block owns a batch for the whole piece and runs its levels
 itself (``fz_resident_*``: the same expansion per vertex, the same decide and extract steps with one
-block per batch, no frontier list: a level scans the batch's visited-word ring for pending words), so
+block per batch; a level's frontier is a list in shared memory, found in the batch's visited-word ring
+when that list overflowed), so
 a piece is one launch instead of three per level; ``auto`` (the default) takes it for pieces expected
 below ``RESIDENT_BELOW`` elements per traversal, where a level holds a few entries and its launches
 cost more than its work. The sets are the same either way. A piece of a call in the level mapping

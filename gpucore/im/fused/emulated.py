@@ -8,7 +8,8 @@ level loop, pool and list growth included. It has the signature of a sampler fac
 and run IMM through the registry. Device facts are given (``sms``, ``blocks_per_sm``, ``free_bytes``);
 expansion blocks are ``expand_threads`` wide; ``schedule`` (a seed) runs the fused kernels on a
 random interleaving of their threads (preemption at atomics), to shake out races inside a block;
-``poison`` fills every array the driver allocates with ``backend.empty`` (and the collections' arrays)
+``resident_list`` (entries) compiles the resident mapping's shared frontier lists that small
+(``FZ_RESIDENT_LIST``), so that their overflow path runs; ``poison`` fills every array the driver allocates with ``backend.empty`` (and the collections' arrays)
 with garbage bytes, as uninitialised device memory may hold, so that reading one before writing it
 shows. Blocks run one after another, so races between blocks are left to ``tests/gpu``; so is what the
 device compiler may do that g++ does not (e.g. keep a load of a ``__restrict__`` array across a
@@ -29,7 +30,7 @@ available = _emu.available
 
 def emulated_fused_sampler(graph, model: str, rounds: int = 1, seed: int = 0, backend=None, *, sms: int = 1,
                            blocks_per_sm: int = 2, free_bytes: int = 1 << 28, expand_threads: int = 64,
-                           schedule: int = 0, poison: bool = False, **options):
+                           schedule: int = 0, poison: bool = False, resident_list: int | None = None, **options):
     """A ``FusedCUDASampler`` on NumPy arrays whose kernels run in the emulator (module docstring)."""
     from gpucore.im.emulated import emulated_class
     from gpucore.im.fused.cuda import FusedCUDASampler
@@ -40,6 +41,14 @@ def emulated_fused_sampler(graph, model: str, rounds: int = 1, seed: int = 0, ba
     if poison:
         be = PoisonedBackend(be.name, be.xp)
     cls = emulated_class(FusedCUDASampler, sms, blocks_per_sm, free_bytes)
+    if resident_list is not None:
+
+        class SmallLists(cls):
+            def _load(self, name, defines=()):
+                extra = (("FZ_RESIDENT_LIST", str(int(resident_list))),) if name == "im/im_fused" else ()
+                return super()._load(name, tuple(defines) + extra)
+
+        cls = SmallLists
     if schedule:
 
         class Scheduled(cls):

@@ -13,9 +13,12 @@ Counters (both backends count the same things):
   counts the geometric jumps drawn there (one walk per traversal, fused or not);
 - ``mapping``: how batches run (the CUDA sampler's ``mapping`` option: ``level``, ``resident`` or ``auto``;
   a CPU worker runs its batch's levels itself: ``resident``), ``resident_pieces``: pieces of a call the
-  CUDA sampler ran in the resident mapping;
+  CUDA sampler ran in the resident mapping; ``ring_levels``: resident levels that found their pending
+  vertices by scanning the batch's visited words, because the level's shared-memory frontier list had
+  overflowed or was lost to a relaunch (0 elsewhere);
 - ``levels``: synchronous frontier steps (resident mapping: the most levels one batch ran in one
-  launch); ``frontier_peak``: most entries in one frontier list (none in the resident mapping);
+  launch); ``frontier_peak``: most entries in one global frontier list (level mapping; the resident
+  mapping's lists are in shared memory, a fixed ``FZ_RESIDENT_LIST`` entries each);
   ``frontier_bytes_peak``: the bytes those lists held; ``mask_bytes``: visited + next-level masks
   (and the visited-word lists) allocated for the batches in flight;
 - ``extractions``: times a batch wrote out the sets of ended traversals; ``traversals``: traversals
@@ -30,10 +33,11 @@ from __future__ import annotations
 from gpucore.timing import Phases
 
 COUNTERS = ("entries", "mask_bits", "edge_reads", "edge_reads_unfused", "skip_jumps", "levels", "frontier_peak",
-            "extractions", "traversals", "regrowths", "level_captures", "level_replays", "resident_pieces")
+            "extractions", "traversals", "regrowths", "level_captures", "level_replays", "resident_pieces",
+            "ring_levels")
 #: order of the counters the kernels fill (an int64 array of this length)
 KERNEL_COUNTERS = ("entries", "mask_bits", "edge_reads", "levels", "frontier_peak", "extractions", "traversals",
-                   "edge_reads_unfused", "skip_jumps")
+                   "edge_reads_unfused", "skip_jumps", "ring_levels")
 MAX_COUNTERS = ("frontier_peak",)
 
 

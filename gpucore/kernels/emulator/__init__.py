@@ -164,8 +164,11 @@ def _compiler_version() -> str:
     return subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout
 
 
-_FLAGS = ("-std=c++17", "-O1", "-U_FORTIFY_SOURCE", "-shared", "-fPIC", "-Wall", "-Wno-unused-function",
-          "-Wno-unknown-pragmas", "-Wno-missing-field-initializers", "-Wno-unused-variable")
+# -fno-gnu-unique: a __shared__ array is a function-local static, and in a template or inline function g++
+# would make it a process-wide unique symbol, so two builds of one module with different defines (array
+# sizes) loaded together would share the first one's storage.
+_FLAGS = ("-std=c++17", "-O1", "-U_FORTIFY_SOURCE", "-shared", "-fPIC", "-fno-gnu-unique", "-Wall",
+          "-Wno-unused-function", "-Wno-unknown-pragmas", "-Wno-missing-field-initializers", "-Wno-unused-variable")
 
 
 def _normalize_defines(defines) -> tuple[tuple[str, str], ...]:

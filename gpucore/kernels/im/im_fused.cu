@@ -58,6 +58,7 @@
 #define FZ_S_TRAV 6
 #define FZ_S_UNFUSED 7
 #define FZ_S_JUMPS 8
+#define FZ_S_RING 9  // resident levels that found their pending words in the ring
 // extraction modes (emode)
 #define FZ_IDLE 0
 #define FZ_LOAD 1
@@ -380,7 +381,14 @@ __device__ void fz_count_share(const FzBatch& b, int dense, int start, gc_i64 it
 }
 
 // Is this the last block of batch g to arrive here (the others' writes then visible)? All threads call it.
+// A batch of one block (the resident mapping, or a level-mapping grid of X = 1, whose steps are separate
+// launches) is its own last block: a __syncthreads makes its writes visible to itself, and no fence or
+// counter is needed.
 __device__ __forceinline__ bool fz_last_block(int* done, int X, int* s_flag) {
+    if (X == 1) {
+        __syncthreads();
+        return true;
+    }
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -515,8 +523,8 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
 }
 
 // Loads the next traversals of the dispatch order into the free slots of batch g, then publishes the batch's
-// slots (occ) and the live part of its ring (tbase, tcount), and pushes the roots to list (unless null); all
-// threads call it. The caller hands over what
+// slots (occ) and the live part of its ring (tbase, tcount), and pushes the roots to list (unless null; its
+// count is *lcount, and an overflow sets FZ_LIST_OVERFLOW in *lflags); all threads call it. The caller hands over what
 // every thread needs in shared memory or as a value, never through global memory another thread of the block
 // has just written: s_occ (occupied slots) and *s_tc (live ring entries), set before the call, and rstart (the
 // ring's start). (nvcc may reuse a load of a __restrict__ array made before a __syncthreads: a thread that
@@ -526,9 +534,8 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
                         int use_order, const gc_i64* __restrict__ order, const gc_i64* __restrict__ new_of_old,
                         unsigned int* __restrict__ nxt, int rstart, int* tbase, int* tcount, unsigned int* occ,
                         gc_i64* __restrict__ slot_tr, gc_u64* __restrict__ slot_key, gc_u64* __restrict__ slot_skey,
-                        int* __restrict__ slot_off,
-                        gc_u64* __restrict__ list, gc_u64 cap, gc_u64* __restrict__ ctl, int idx, unsigned* s_occ,
-                        int* s_tc, int* s_warp, gc_i64* s_base) {
+                        int* __restrict__ slot_off, gc_u64* list, gc_u64 cap, gc_u64* lcount, gc_u64* lflags,
+                        gc_u64* __restrict__ ctl, unsigned* s_occ, int* s_tc, int* s_warp, gc_i64* s_base) {
     const int tid = threadIdx.x, lane = tid & 31, g = b.g;
     __syncthreads();  // the caller's s_occ and *s_tc
     const bool is_free = tid < b.B && !((s_occ[tid >> 5] >> (tid & 31)) & 1u);
@@ -562,9 +569,9 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
         push = atomicOr(&nxt[(gc_i64)g * b.nW + word], 1u << (s & 31)) == 0u;
     }
     fz_ring_warp(touch, (int)word, b.ring, b.nW, rstart, s_tc, lane);
-    if (list) {  // the resident mapping keeps no list
-        const bool fits = fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)x, list, cap, &ctl[idx], lane);
-        if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
+    if (list) {
+        const bool fits = fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)x, list, cap, lcount, lane);
+        if (!fits && lane == 0) atomicOr(lflags, FZ_LIST_OVERFLOW);
     }
     __syncthreads();
     if (tid < b.W) occ[g * b.W + tid] = s_occ[tid];
@@ -578,15 +585,15 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
 // for mode -1): clears act (block 0), loads an empty batch (FZ_LOAD, block 0), or writes the ended slots'
 // members (s_fin, shared) over this block's share of the words (`dense`, or the ring start / count), clears
 // their bits and appends the words still non-zero to a fresh part of the ring; the last block of the batch
-// then loads the next traversals into the free slots (roots pushed to list unless it is null).
+// then loads the next traversals into the free slots (roots pushed to list unless it is null, as fz_load).
 __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_fin, int dense, int start, int count,
                                  int lt, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total, int use_order,
                                  const gc_i64* order, const gc_i64* ind, const int* old_of_new,
                                  const gc_i64* new_of_old, unsigned int* nxt, int* tbase, int* tcount,
                                  unsigned int* occ, unsigned int* act, int* gcnt, gc_i64* cursor, int* tnew, int* done,
                                  const double* skip, gc_i64* slot_tr, gc_u64* slot_key, gc_u64* slot_skey,
-                                 int* slot_off, gc_u64* list, gc_u64 cap, gc_u64* ctl, int idx, int* pool,
-                                 gc_u64* stats) {
+                                 int* slot_off, gc_u64* list, gc_u64 cap, gc_u64* lcount, gc_u64* lflags,
+                                 gc_u64* ctl, int* pool, gc_u64* stats) {
     __shared__ unsigned s_occ[8];
     __shared__ int s_cnt[FZ_THREADS];
     __shared__ gc_i64 s_pos[FZ_THREADS];
@@ -601,7 +608,7 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
         if (tid < W) s_occ[tid] = occ[g * W + tid];
         if (tid == 0) s_tc = count;
         fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, start, tbase, tcount, occ,
-                slot_tr, slot_key, slot_skey, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
+                slot_tr, slot_key, slot_skey, slot_off, list, cap, lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
     }
     if (mode != FZ_EXTRACT) return;
     if (tid == 0) s_unfused = 0;
@@ -650,7 +657,7 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
     if (tid < W) s_occ[tid] = occ[g * W + tid] & ~s_fin[tid];  // the ended slots are free
     if (tid < b.B) gcnt[g * b.B + tid] = 0;                    // the counts for next time
     fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, fresh_start, tbase, tcount, occ,
-            slot_tr, slot_key, slot_skey, slot_off, list, cap, ctl, idx, s_occ, &s_tc, s_warp, &s_base);
+            slot_tr, slot_key, slot_skey, slot_off, list, cap, lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
 }
 
 extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin,
@@ -675,20 +682,28 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
     if (threadIdx.x < W) s_fin[threadIdx.x] = efin[g * W + threadIdx.x];
     fz_extract_batch(b, mode, s_fin, edense[g], tbase[g], tcount[g], lt, seed, rounds, j_begin, total, use_order,
                      order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act, gcnt, cursor, tnew, done, skip,
-                     slot_tr, slot_key, slot_skey, slot_off, list, cap, ctl, idx, pool, stats);
+                     slot_tr, slot_key, slot_skey, slot_off, list, cap, &ctl[idx], &ctl[FZ_FLAGS], ctl, pool, stats);
 }
 
 // ---- the resident mapping (fz_resident_ic / fz_resident_lt): grid (batches), FZ_THREADS threads ---------
 //
 // Block g owns batch g for the whole piece and runs its levels itself, with __syncthreads between the
-// steps of a level instead of launches: expand (the block lists, a chunk of FZ_THREADS ring entries at a
-// time, the words whose nxt is not zero, and its warps expand their vertices, one warp per word: every
-// pending bit lies in a word of the ring, since nxt is a subset of vis), decide, extract (X = 1), until its batch is empty and the dispatch order is exhausted.
-// No frontier list, so no list overflow. The batch's state is in global memory, so a block that finds
-// the pool full (FZ_ABORT) returns and a relaunch with first = 0 resumes it with a level (the host grows
-// the pool in between); first = 1 starts with a load. Arrays written and read inside the launch are
-// passed without __restrict__ (no read-only-cache loads of them). Levels: stats[FZ_S_LEVELS] gets the
-// most levels one batch ran in one launch; no frontier list, so FZ_S_PEAK is left alone.
+// steps of a level instead of launches: expand, decide, extract (X = 1), until its batch is empty and the
+// dispatch order is exhausted. A level expands the entries of a frontier list kept in shared memory (two
+// of FZ_RESIDENT_LIST entries, this level's and the next's): the level's discoveries and the roots loaded
+// after it go to the next list, by the same rule as the level mapping's global list (an entry for every
+// nxt word that turns non-zero). When a list overflows, or its entries are lost (a relaunch), the level
+// finds its pending words in the ring instead: the block lists, a chunk of FZ_THREADS ring entries at a
+// time, the words whose nxt is not zero (every pending bit lies in a word of the ring, since nxt is a
+// subset of vis), and builds the next list as it expands them. The batch's state is in global memory, so
+// a block that finds the pool full (FZ_ABORT) returns and a relaunch with first = 0 resumes it with a
+// level found in the ring (the host grows the pool in between); first = 1 starts with a load. Arrays
+// written and read inside the launch are passed without __restrict__ (no read-only-cache loads of them).
+// Levels: stats[FZ_S_LEVELS] gets the most levels one batch ran in one launch, stats[FZ_S_RING] the levels
+// found in the ring; FZ_S_PEAK is the level mapping's (its global list), so it is left alone.
+#ifndef FZ_RESIDENT_LIST  // entries of each shared frontier list (a test compiles a tiny one)
+#define FZ_RESIDENT_LIST 1024
+#endif
 template <bool LT>
 __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total,
                             int threshold, int use_order, const gc_i64* order, const gc_i64* ind, const int* src,
@@ -703,39 +718,62 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
     __shared__ int s_dense, s_nocc;
     __shared__ gc_u64 s_acc[4];  // entries, mask bits, edge reads, skip jumps
     __shared__ int s_pend[FZ_THREADS], s_np;
+    __shared__ gc_u64 s_list[2][FZ_RESIDENT_LIST];
+    __shared__ gc_u64 s_lc[2], s_lf[2];  // the lists' counts and FZ_LIST_OVERFLOW flags
     const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.x, 0, 1);
     if (blockDim.x != FZ_THREADS) return;
     const int tid = threadIdx.x, lane = tid & 31, g = b.g;
     if (tid < 4) s_acc[tid] = 0;
+    int cur = 0;  // the list the next level expands; that level and the loads after it fill list cur ^ 1
+    if (tid == 0) {
+        s_lc[0] = s_lc[1] = 0;
+        s_lf[0] = FZ_LIST_OVERFLOW;  // a relaunch's first level: the entries are in the ring only
+        s_lf[1] = 0;
+    }
     gc_u64 entries = 0, bits_total = 0, reads = 0;  // lane 0 of each warp
-    bool fits = true;
-    gc_u64 levels = 0;
+    gc_u64 levels = 0, ring_levels = 0;
     volatile int* vbase = tbase;
     volatile int* vcount = tcount;
     const volatile unsigned int* vnxt = nxt + (gc_i64)g * b.nW;
     for (bool expand = !first;; expand = true) {
-        __syncthreads();  // the last step's writes (ring, occ, slots) before they are read
+        __syncthreads();  // the last step's writes (ring, occ, slots, lists) before they are read
+        gc_u64* nlist = s_list[cur ^ 1];
+        gc_u64* ncount = &s_lc[cur ^ 1];
         if (expand) {
             const int start = vbase[g], count = vcount[g];
+            const bool in_ring = s_lf[cur] != 0;
+            const int listed = (int)s_lc[cur];
+            bool fits = true;
             __syncthreads();  // every thread holds the level's ring before an append moves its count
-            for (int base = 0; base < count; base += FZ_THREADS) {  // a chunk of the ring: uniform
-                if (tid == 0) s_np = 0;
-                __syncthreads();
-                const int i = base + tid;
-                if (i < count) {  // the chunk's pending words, listed in shared memory
-                    const int word = b.ring[((gc_i64)start + i) % b.nW];
-                    if (vnxt[word] != 0u) s_pend[atomicAdd(&s_np, 1)] = word;
+            if (!in_ring) {
+                for (int e = tid >> 5; e < listed; e += FZ_THREADS / 32)  // uniform per warp
+                    fz_expand_entry<LT>(g, (gc_i64)(s_list[cur][e] & 0xffffffffULL), ind, src, eid, warc, qcum, skip,
+                                        old_of_new, n, W, seed, slot_key, slot_skey, vis, nxt, act, touched, start,
+                                        tcount + g, nlist, FZ_RESIDENT_LIST, ncount, lane, entries, bits_total,
+                                        reads, &s_acc[3], fits);
+            } else {
+                ring_levels += 1;
+                for (int base = 0; base < count; base += FZ_THREADS) {  // a chunk of the ring: uniform
+                    if (tid == 0) s_np = 0;
+                    __syncthreads();
+                    const int i = base + tid;
+                    if (i < count) {  // the chunk's pending words, listed in shared memory
+                        const int word = b.ring[((gc_i64)start + i) % b.nW];
+                        if (vnxt[word] != 0u) s_pend[atomicAdd(&s_np, 1)] = word;
+                    }
+                    __syncthreads();
+                    const int np = s_np;
+                    for (int e = tid >> 5; e < np; e += FZ_THREADS / 32)  // spread over the warps: uniform per warp
+                        fz_expand_entry<LT>(g, (gc_i64)(s_pend[e] / W), ind, src, eid, warc, qcum, skip, old_of_new, n,
+                                            W, seed, slot_key, slot_skey, vis, nxt, act, touched, start, tcount + g,
+                                            nlist, FZ_RESIDENT_LIST, ncount, lane, entries, bits_total, reads,
+                                            &s_acc[3], fits);
+                    __syncthreads();  // s_pend and s_np are reused
                 }
-                __syncthreads();
-                const int np = s_np;
-                for (int e = tid >> 5; e < np; e += FZ_THREADS / 32)  // spread over the warps: uniform per warp
-                    fz_expand_entry<LT>(g, (gc_i64)(s_pend[e] / W), ind, src, eid, warc, qcum, skip, old_of_new, n, W,
-                                        seed, slot_key, slot_skey, vis, nxt, act, touched, start, tcount + g, nullptr,
-                                        0, nullptr, lane, entries, bits_total, reads, &s_acc[3], fits);
-                __syncthreads();  // s_pend and s_np are reused
             }
+            if (!fits) s_lf[cur ^ 1] = FZ_LIST_OVERFLOW;
             levels += 1;
-            __syncthreads();  // the level's discoveries (vis, nxt, act, ring) before decide
+            __syncthreads();  // the level's discoveries (vis, nxt, act, ring, list) before decide
         }
         const int start = vbase[g], count = vcount[g];
         const int mode = fz_decide_batch(b, total, threshold, ind, start, count, occ, act, emode, edense, efin, gcnt,
@@ -743,8 +781,14 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
                                          &s_dense, &s_nocc);
         fz_extract_batch(b, mode, s_fin, s_dense, start, count, LT ? 1 : 0, seed, rounds, j_begin, total, use_order,
                          order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act, gcnt, cursor, tnew, done,
-                         skip, slot_tr, slot_key, slot_skey, slot_off, nullptr, 0, ctl, 0, pool, stats);
+                         skip, slot_tr, slot_key, slot_skey, slot_off, nlist, FZ_RESIDENT_LIST, ncount, &s_lf[cur ^ 1],
+                         ctl, pool, stats);
         if (mode == FZ_ABORT || (mode == FZ_IDLE && s_nocc == 0)) break;  // uniform: shared or returned values
+        cur ^= 1;  // list cur ^ 1 (the one just expanded) is refilled after the next __syncthreads
+        if (tid == 0) {
+            s_lc[cur ^ 1] = 0;
+            s_lf[cur ^ 1] = 0;
+        }
     }
     if (entries) {
         atomicAdd(&s_acc[0], entries);
@@ -755,6 +799,7 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
     if (tid < 3 && s_acc[tid]) atomicAdd(&stats[FZ_S_ENTRIES + tid], s_acc[tid]);
     if (tid == 3 && s_acc[3]) atomicAdd(&stats[FZ_S_JUMPS], s_acc[3]);
     if (tid == 0 && levels) atomicMax(&stats[FZ_S_LEVELS], levels);
+    if (tid == 0 && ring_levels) atomicAdd(&stats[FZ_S_RING], ring_levels);
 }
 
 #define FZ_RESIDENT_PARAMS                                                                                      \
