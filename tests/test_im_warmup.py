@@ -4,9 +4,10 @@ A fresh process pays the first use of each kernel (loading a RawModule function,
 each of CuPy's own sort, scan and reduction kernels per dtype and shape) where it first happens; the
 warm-up is there so that it happens before the timed phases. Without a GPU this is observed on the
 emulated CUDA engines: every RawModule kernel launch is recorded by name, and every operation on a
-device array (the backend's arrays are a recording subclass of ``numpy.ndarray``: NumPy functions
-and ufuncs with their dtypes, dimensions and ``dtype``/``axis`` arguments, the calls CuPy turns into
-kernels) is recorded with the stage it ran in. The phases must add nothing to what the warm-up and
+device array (the backend's arrays are a recording subclass of ``numpy.ndarray``: NumPy functions,
+ufuncs and copies into slices, with their dtypes, the dimensions CuPy's kernels see (one element:
+none; a contiguous run: one) and ``dtype``/``axis`` arguments, the calls CuPy turns into kernels) is
+recorded with the stage it ran in. The phases must add nothing to what the warm-up and
 the probe ran. (Array sizes are not recorded: where a CUDA library picks kernels by size, as CUB's
 radix sort does beyond one tile, the warm-up uses a phase-sized array: the fused sampler's sort.)
 """
@@ -45,12 +46,17 @@ def _signature(values) -> tuple:
     out = []
     for v in values:
         if isinstance(v, np.ndarray):
-            out.append((v.dtype.str, v.ndim))
+            out.append((v.dtype.str, _kernel_dims(v) if v.size else v.ndim))
         elif isinstance(v, (list, tuple)):
             out.append(("seq", _signature(v)))
         else:
             out.append(type(v).__name__)
     return tuple(out)
+
+
+def _kernel_dims(a) -> int:
+    """The dimensions CuPy's elementwise kernels index ``a`` with (size-1 axes and contiguous runs merged)."""
+    return 0 if a.size == 1 else (1 if a.flags.c_contiguous else a.ndim)
 
 
 def _plain(v):
@@ -71,6 +77,14 @@ class RecordingArray(np.ndarray):
             kwargs["out"] = tuple(_plain(x) for x in kwargs["out"])
         result = getattr(ufunc, method)(*inputs, **kwargs)
         return result.view(RecordingArray) if isinstance(result, np.ndarray) and result.ndim else result
+
+    def __setitem__(self, key, value):
+        # CuPy copies into a slice with an elementwise kernel compiled per dtype and per reduced dimension
+        # count: a contiguous run is one dimension, one element none; an empty copy launches nothing
+        target = self.view(np.ndarray)[key]
+        if RecordingArray.recorder is not None and np.size(target):
+            RecordingArray.recorder.note(("setitem", self.dtype.str, _kernel_dims(target), _signature([value])))
+        super().__setitem__(key, _plain(value))
 
     def __array_function__(self, func, types, args, kwargs):
         if RecordingArray.recorder is not None:

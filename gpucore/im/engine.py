@@ -153,7 +153,8 @@ class Engine:
         per dtype and shape, besides the RawModule kernels):
 
         - sampling (every phase): ``sample_into`` on an empty and on a non-empty collection, and the
-          collection growing both its arrays (``reserve``: the copies of a growth);
+          collection growing both its arrays, empty and not (``reserve``: the copies of a growth, whose
+          kernels CuPy compiles apart for one element and for a run);
         - the lower-bound search's test: ``coverage_bound`` with the run's k (counts, the sort of the
           (rounds, n) counts, a 64-bit sum), and ``counts`` (a distributed run's bound);
         - selection: ``greedy`` with k seeds per round (index, scan, argmax and take kernels; the one-block
@@ -167,6 +168,8 @@ class Engine:
         is reset at the end (``reset_stats``)."""
         k = max(1, min(int(k), self.n))
         coll = self.collection(0)
+        sets_cap, elements_cap = coll.capacity()
+        coll.reserve(sets_cap + 1, elements_cap + 1)  # an empty collection grows: its offsets copy is one element
         self.sample_into(coll, sets, 0.0)
         self.sample_into(coll, sets, coll.mean_size)  # appending to a non-empty collection
         coll.reserve(*coll.capacity())  # both arrays grow
