@@ -6,14 +6,15 @@ unmodified sources compiled by the emulator: the real driver code of ``gpucore.i
 level loop, pool and list growth included. It has the signature of a sampler factory of
 ``gpucore.im.engine.SAMPLERS`` (``backend``: the cpu backend, or None), so a test can register it
 and run IMM through the registry. Device facts are given (``sms``, ``blocks_per_sm``, ``free_bytes``);
-expansion blocks are ``expand_threads`` wide; ``schedule`` (a seed) runs the fused kernels on a
-random interleaving of their threads (preemption at atomics), to shake out races inside a block;
+expansion blocks are ``expand_threads`` wide; ``schedule`` (a seed) runs the fused kernels on a random
+interleaving of their threads (preemption at atomics), to shake out races inside a block;
 ``resident_list`` (entries) compiles the resident mapping's shared frontier lists that small
-(``FZ_RESIDENT_LIST``), so that their overflow path runs; ``poison`` fills every array the driver allocates with ``backend.empty`` (and the collections' arrays)
-with garbage bytes, as uninitialised device memory may hold, so that reading one before writing it
-shows. Blocks run one after another, so races between blocks are left to ``tests/gpu``; so is what the
-device compiler may do that g++ does not (e.g. keep a load of a ``__restrict__`` array across a
-``__syncthreads``). Slow: keep graphs, ``max_batches`` and grids small.
+(``FZ_RESIDENT_LIST``), so that their overflow path runs; ``poison`` fills every array the driver
+allocates with ``backend.empty`` (and the collections' arrays) with garbage bytes, as uninitialised
+device memory may hold, so that reading one before writing it shows. Blocks run one after another, so
+races between blocks are left to ``tests/gpu``; so is what the device compiler may do that g++ does not
+(e.g. keep a load of a ``__restrict__`` array across a ``__syncthreads``). Slow: keep graphs,
+``max_batches`` and grids small.
 """
 
 from __future__ import annotations

@@ -523,13 +523,13 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
 }
 
 // Loads the next traversals of the dispatch order into the free slots of batch g, then publishes the batch's
-// slots (occ) and the live part of its ring (tbase, tcount), and pushes the roots to list (unless null; its
-// count is *lcount, and an overflow sets FZ_LIST_OVERFLOW in *lflags); all threads call it. The caller hands over what
-// every thread needs in shared memory or as a value, never through global memory another thread of the block
-// has just written: s_occ (occupied slots) and *s_tc (live ring entries), set before the call, and rstart (the
-// ring's start). (nvcc may reuse a load of a __restrict__ array made before a __syncthreads: a thread that
-// re-read tbase[g] here after thread 0 rewrote it got the old start, so reloaded roots went outside the live
-// ring, their sets lost them and their bits were never cleared.)
+// slots (occ) and the live part of its ring (tbase, tcount), and pushes the roots to list (unless null; its count
+// is *lcount, and an overflow sets FZ_LIST_OVERFLOW in *lflags); all threads call it. The caller hands over what
+// every thread needs in shared memory or as a value, never through global memory another thread of the block has
+// just written: s_occ (occupied slots) and *s_tc (live ring entries), set before the call, and rstart (the ring's
+// start). (nvcc may reuse a load of a __restrict__ array made before a __syncthreads: a thread that re-read
+// tbase[g] here after thread 0 rewrote it got the old start, so reloaded roots went outside the live ring, their
+// sets lost them and their bits were never cleared.)
 __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total,
                         int use_order, const gc_i64* __restrict__ order, const gc_i64* __restrict__ new_of_old,
                         unsigned int* __restrict__ nxt, int rstart, int* tbase, int* tcount, unsigned int* occ,
