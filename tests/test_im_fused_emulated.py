@@ -238,11 +238,13 @@ def test_counters_match_the_cpu_twin(graphs, mapping):
     cpu = FusedCPUSampler(g, "IC", 1, 3, CPU, batch_width=64, workers=1, sorted_sources=False)
     emu = emulated_fused_sampler(g, "IC", 1, 3, batch_width=64, max_batches=1, sorted_sources=False, mapping=mapping)
     engine_sets(cpu, 0, 64)
-    engine_sets(emu, 0, 64)
+    _, members = engine_sets(emu, 0, 64)
     a, b = cpu.stats(), emu.stats()
     # one batch of exactly 64 traversals: the same sets, the same unfused cost, a fused cost below it
     assert a["edge_reads_unfused"] == b["edge_reads_unfused"] and a["traversals"] == b["traversals"] == 64
     assert b["edge_reads"] < b["edge_reads_unfused"] and b["entries"] > 0 and 0 < b["occupancy"] <= 1
+    # every (vertex, traversal) pair is expanded once, by whichever entry (or lane group) takes its bit
+    assert b["mask_bits"] == len(members)
 
 
 @pytest.mark.parametrize("model,rounds,mapping", [("IC", 1, "level"), ("LT", 1, "level"), ("IC", 2, "level"),

@@ -389,9 +389,14 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
 
         return block
 
-    def _grow_pool(self, tail: int) -> None:
-        cap = 2 * int(self.pool.shape[0])
+    def _grow_pool(self, reserved: int) -> None:
+        """Double the pool, at least past ``reserved`` (the reservation counter: a reservation that did not fit
+        still moved it, so it may lie past the pool, and the space between the last set written and the pool's
+        end stays a hole that the sets' starts and sizes skip); the sets written so far are copied."""
+        old = int(self.pool.shape[0])
+        cap = 2 * max(old, int(reserved))
         new = self.backend.empty((cap,), np.int32, what=f"fused RR-set pool ({cap:,} int32)")
+        tail = min(old, int(reserved))
         new[:tail] = self.pool[:tail]
         self.pool = new
 

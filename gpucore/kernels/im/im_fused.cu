@@ -121,25 +121,57 @@ extern "C" __global__ void fz_keys(gc_u64 seed, gc_i64 j_begin, gc_i64 total, gc
 // from 64 to 74 registers (3 instead of 4 resident blocks of 256 threads), for every node.
 __device__ __noinline__ gc_i64 fz_jump(gc_u64 h, double rlq, gc_i64 d) { return gc_skip_jump(h, rlq, d); }
 
-// Expands the pending slots of vertex x of batch g (a warp; every lane calls it with the same g, x): takes
-// all W words of nxt[g][x] (a duplicate entry finds them empty and returns), then IC flips the coins of
-// x's in-arcs or walks its skipping jumps, LT draws each slot's in-arc; discovered (vertex, slot) pairs
-// go into vis and nxt, the ring (rstart, rcount) and, unless nlist is null, the next frontier list.
-// Lane 0 adds to entries, bits_total and reads; the skip jumps go to *s_jumps (shared).
+#define FZ_ENTRY_PARAMS                                                                                         \
+    const gc_i64 *ind, const int *src, const int *eid, const float *warc, const gc_i64 *qcum, const double *skip,   \
+        const int *old_of_new, gc_i64 n, int W, gc_u64 seed, const gc_u64 *slot_key, const gc_u64 *slot_skey,      \
+        unsigned int *vis, unsigned int *nxt, unsigned int *act, int *touched, int rstart, int *rcount,             \
+        gc_u64 *nlist, gc_u64 cap, gc_u64 *ncount, int lane, gc_u64 &entries, gc_u64 &bits_total, gc_u64 &reads,   \
+        gc_u64 *s_jumps, bool &fits
+#define FZ_ENTRY_ARGS                                                                                            \
+    ind, src, eid, warc, qcum, skip, old_of_new, n, W, seed, slot_key, slot_skey, vis, nxt, act, touched, rstart,   \
+        rcount, nlist, cap, ncount, lane, entries, bits_total, reads, s_jumps, fits
+
+// IC: the slots f of word w try arc a (source y) of batch g: each one not yet at y flips its keyed coin,
+// bernoulli(step(wkeys[slot], eid[a]), p); the fresh (vertex, slot) pairs go into vis, nxt and gact.
+// touch: the vis word was zero (a ring entry is due); returns whether the nxt word was zero (a list entry is due).
+__device__ __forceinline__ bool fz_try_arc(unsigned f, int y, gc_i64 a, gc_i64 yw, const int* eid, const float* warc,
+                                           const gc_u64* wkeys, unsigned int* vis, unsigned int* nxt,
+                                           unsigned int* gact, bool& touch) {
+    // the arc's data and the first slot's key are loaded before the visited word, so that the loads overlap
+    const float p = warc[a];
+    const gc_u64 ea = (gc_u64)(unsigned)eid[a];
+    const int b0 = __ffs(f) - 1;
+    const gc_u64 k0 = wkeys[b0];
+    unsigned cand = f & ~*((volatile unsigned int*)&vis[yw]);
+    if (!cand) return false;
+    unsigned kept = 0u;
+    if (p >= 1.0f) {
+        kept = cand;
+    } else if (p > 0.0f) {
+        while (cand) {
+            const int b = __ffs(cand) - 1;
+            cand &= cand - 1u;
+            if (gc_bernoulli(gc_step(b == b0 ? k0 : wkeys[b], ea), p)) kept |= 1u << b;
+        }
+    }
+    if (!kept) return false;
+    const unsigned o = atomicOr(&vis[yw], kept);
+    const unsigned fresh = kept & ~o;
+    if (!fresh) return false;
+    touch = (o == 0u);
+    fz_mark(gact, fresh);
+    return atomicOr(&nxt[yw], fresh) == 0u;
+}
+
+// Expands the pending slots fr of vertex x of batch g, taken from nxt[g][x] by the caller (a warp; every lane
+// calls it with the same g, x, lane l < W holding word l; all zero: a duplicate entry, whose vertex was taken
+// already): IC flips the coins of x's in-arcs or walks its skipping jumps, LT draws each slot's in-arc;
+// discovered (vertex, slot) pairs go into vis and nxt, the ring (rstart, rcount) and, unless nlist is null, the
+// next frontier list. Lane 0 adds to entries, bits_total and reads; the skip jumps go to *s_jumps (shared).
 template <bool LT>
-__device__ __forceinline__ void fz_expand_entry(int g, gc_i64 x, const gc_i64* ind, const int* src, const int* eid,
-                                                const float* warc, const gc_i64* qcum, const double* skip,
-                                                const int* old_of_new, gc_i64 n, int W, gc_u64 seed,
-                                                const gc_u64* slot_key, const gc_u64* slot_skey, unsigned int* vis,
-                                                unsigned int* nxt, unsigned int* act, int* touched, int rstart,
-                                                int* rcount, gc_u64* nlist, gc_u64 cap, gc_u64* ncount, int lane,
-                                                gc_u64& entries, gc_u64& bits_total, gc_u64& reads,
-                                                gc_u64* s_jumps, bool& fits) {
+__device__ __forceinline__ void fz_expand_taken(int g, gc_i64 x, unsigned fr, FZ_ENTRY_PARAMS) {
     const int B = 32 * W;
     const gc_i64 nW = n * W;
-    const gc_i64 xbase = (gc_i64)g * nW + x * W;
-    unsigned fr = 0;
-    if (lane < W) fr = atomicExch(&nxt[xbase + lane], 0u);
     const unsigned nz = __ballot_sync(FZ_FULL, fr != 0u);
     if (!nz) return;  // a duplicate entry: its vertex was taken already
     const int bits = __reduce_add_sync(FZ_FULL, (unsigned)__popc(fr));
@@ -151,7 +183,7 @@ __device__ __forceinline__ void fz_expand_entry(int g, gc_i64 x, const gc_i64* i
         if (rlq >= 0.0) reads += (gc_u64)(end - beg);
     }
     int* ring = touched + (gc_i64)g * nW;
-    unsigned int* gact = act + (gc_i64)g * W;
+    unsigned int* gact = act;  // batch g's words
     const gc_u64* keys = slot_key + (gc_i64)g * B;
     if (LT) {
         const gc_u64 vid = (gc_u64)(unsigned)old_of_new[x];
@@ -236,36 +268,102 @@ __device__ __forceinline__ void fz_expand_entry(int g, gc_i64 x, const gc_i64* i
             int y = 0;
             if (a < end && f) {
                 y = src[a];
-                const gc_i64 yw = (gc_i64)g * nW + (gc_i64)y * W + w;
-                unsigned cand = f & ~*((volatile unsigned int*)&vis[yw]);
-                if (cand) {
-                    const float p = warc[a];
-                    unsigned kept = 0u;
-                    if (p >= 1.0f) {
-                        kept = cand;
-                    } else if (p > 0.0f) {
-                        const gc_u64 ea = (gc_u64)(unsigned)eid[a];
-                        while (cand) {
-                            const int b = __ffs(cand) - 1;
-                            cand &= cand - 1u;
-                            if (gc_bernoulli(gc_step(wkeys[b], ea), p)) kept |= 1u << b;
-                        }
-                    }
-                    if (kept) {
-                        const unsigned o = atomicOr(&vis[yw], kept);
-                        const unsigned fresh = kept & ~o;
-                        if (fresh) {
-                            touch = (o == 0u);
-                            push = (atomicOr(&nxt[yw], fresh) == 0u);
-                            fz_mark(&gact[w], fresh);
-                        }
-                    }
-                }
+                push = fz_try_arc(f, y, a, (gc_i64)g * nW + (gc_i64)y * W + w, eid, warc, wkeys, vis, nxt, &gact[w],
+                                  touch);
             }
             fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
             const unsigned pm = __ballot_sync(FZ_FULL, push);
             const bool lead = push && !(pm & gmask & fz_lanemask_lt(lane));  // one push per arc
             if (nlist) fits &= fz_push_warp(lead, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
+        }
+    }
+}
+
+// fz_expand_taken of entry (g, x) after taking its pending words: all W words of nxt[g][x] (a warp; every lane
+// calls it with the same g, x).
+template <bool LT>
+__device__ __forceinline__ void fz_expand_entry(int g, gc_i64 x, FZ_ENTRY_PARAMS) {
+    unsigned fr = 0;
+    if (lane < W) fr = atomicExch(&nxt[(gc_i64)g * n * W + x * W + lane], 0u);
+    fz_expand_taken<LT>(g, x, fr, FZ_ENTRY_ARGS);
+}
+
+#define FZ_GROUP_ROW 16  // the longest row a lane group expands
+
+// Lanes per entry of a grouped expansion: at least the W words of a mask, one a lane. (Groups of 4 lanes for
+// widths up to 128 were no faster on the H100: docs/fuseim.md.)
+__device__ __forceinline__ int fz_group_size(int) { return 8; }
+
+// IC, one batch g: the warp expands up to 32 / gs entries at once, entry x (when valid) by the group of
+// gs = fz_group_size(W) lanes the calling lane belongs to (all lanes call it). Tiny sets make entries of one or
+// two slots on short rows, so a warp per entry would leave most lanes idle and the level's chain of global
+// accesses would run once per entry. Each group takes its entry's W words (lane k of the group takes word k);
+// a group whose vertex is not skipping and whose row has at most FZ_GROUP_ROW arcs tries them itself (lane k:
+// arcs k, k + gs, ..., each for every word); the other entries then run one after another on the whole warp
+// (fz_expand_taken). The discoveries, counters and list entries are those of one fz_expand_entry per entry.
+__device__ __forceinline__ void fz_expand_groups(int g, gc_i64 x, bool valid, FZ_ENTRY_PARAMS) {
+    const gc_i64 nW = n * W;
+    const int gs = fz_group_size(W), k = lane & (gs - 1), lead = lane & ~(gs - 1);
+    // a vertex listed twice in one warp's entries is taken by the first group only (taking its words in one
+    // instruction, two groups would split them and read the row twice)
+    const unsigned same = __match_any_sync(FZ_FULL, valid ? x : (gc_i64)-1);
+    if (__ffs(same) - 1 < lead) valid = false;
+    unsigned fr = 0u;
+    if (valid && k < W) fr = atomicExch(&nxt[(gc_i64)g * nW + x * W + k], 0u);
+    const bool live = ((__ballot_sync(FZ_FULL, fr != 0u) >> lead) & ((1u << gs) - 1u)) != 0u;
+    gc_i64 beg = 0, len = 0;
+    bool grouped = false;
+    if (live) {
+        beg = ind[x];
+        len = ind[x + 1] - beg;
+        grouped = skip[x] >= 0.0 && len <= FZ_GROUP_ROW;
+    }
+    unsigned bits = grouped ? __popc(fr) : 0u;  // the group's slots, summed over its lanes
+    for (int d = 1; d < gs; d <<= 1) bits += __shfl_xor_sync(FZ_FULL, bits, d);
+    if (grouped && k == 0) {  // fz_expand_taken's counters, on the group's first lane
+        entries += 1;
+        bits_total += (gc_u64)bits;
+        reads += (gc_u64)len;
+    }
+    if (!grouped) len = 0;
+    int* ring = touched + (gc_i64)g * nW;
+    unsigned int* gact = act;  // batch g's words
+    const gc_u64* keys = slot_key + (gc_i64)g * 32 * W;
+    for (int base = 0; __any_sync(FZ_FULL, base < len); base += gs) {  // uniform
+        const bool on = base + k < len;
+        const gc_i64 a = beg + base + k;
+        const int y = on ? src[a] : 0;
+        bool push = false;
+        for (int w = 0; w < W; ++w) {  // uniform
+            const unsigned f = __shfl_sync(FZ_FULL, fr, lead + w);
+            bool touch = false;
+            if (on && f)
+                push |= fz_try_arc(f, y, a, (gc_i64)g * nW + (gc_i64)y * W + w, eid, warc, keys + w * 32, vis, nxt,
+                                   &gact[w], touch);
+            fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
+        }
+        if (nlist) fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
+    }
+    for (unsigned rest = __ballot_sync(FZ_FULL, live && !grouped && k == 0); rest; rest &= rest - 1u) {  // uniform
+        const int q = __ffs(rest) - 1;
+        const gc_i64 xq = __shfl_sync(FZ_FULL, x, q);
+        const unsigned fq = __shfl_sync(FZ_FULL, fr, q + k);
+        fz_expand_taken<false>(g, xq, lane < W ? fq : 0u, FZ_ENTRY_ARGS);
+    }
+}
+
+// Expands entries 0 .. count - 1 of batch g, entry e at vertex x_of(e) (a block; all threads call it): LT a
+// warp per entry, IC 32 / fz_group_size(W) entries per warp (fz_expand_groups).
+template <bool LT, class XOf>
+__device__ __forceinline__ void fz_expand_block(int g, int count, XOf x_of, FZ_ENTRY_PARAMS) {
+    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    if (LT) {
+        for (int e = warp; e < count; e += warps) fz_expand_entry<true>(g, x_of(e), FZ_ENTRY_ARGS);
+    } else {
+        const int per_warp = 32 / fz_group_size(W);
+        for (int e0 = warp * per_warp; e0 < count; e0 += warps * per_warp) {  // uniform per warp
+            const int e = e0 + lane * per_warp / 32;
+            fz_expand_groups(g, e < count ? x_of(e) : 0, e < count, FZ_ENTRY_ARGS);
         }
     }
 }
@@ -296,8 +394,8 @@ __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const 
         const gc_u64 e = cur[i];
         const int g = (int)(e >> 32);
         fz_expand_entry<LT>(g, (gc_i64)(e & 0xffffffffULL), ind, src, eid, warc, qcum, skip, old_of_new, n, W, seed,
-                            slot_key, slot_skey, vis, nxt, act, touched, tbase[g], tcount + g, nlist, cap, ncount,
-                            lane, entries, bits_total, reads, &s_acc[3], fits);
+                            slot_key, slot_skey, vis, nxt, act + (gc_i64)g * W, touched, tbase[g], tcount + g, nlist,
+                            cap, ncount, lane, entries, bits_total, reads, &s_acc[3], fits);
     }
     if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
     if (entries) {  // one atomic per warp into shared, one per block into global
@@ -417,7 +515,7 @@ __device__ int fz_decide_batch(const FzBatch& b, gc_i64 total, int threshold, co
         int nocc = 0, nfin = 0;
         for (int w = 0; w < W; ++w) {
             const unsigned o = occ[g * W + w];
-            s_fin[w] = o & ~act[g * W + w];
+            s_fin[w] = o & ~act[w];
             nocc += __popc(o);
             nfin += __popc(s_fin[w]);
         }
@@ -458,17 +556,11 @@ __device__ int fz_decide_batch(const FzBatch& b, gc_i64 total, int threshold, co
         const gc_u64 need = __shfl_sync(FZ_FULL, incl, 31);
         gc_u64 old = 0;
         int ok = 1;
-        if (lane == 0) {
-            old = ((volatile gc_u64*)ctl)[FZ_POOL];
-            while (true) {
-                if (old + need > pool_cap) {
-                    atomicOr(&ctl[FZ_FLAGS], FZ_POOL_OVERFLOW);
-                    ok = 0;
-                    break;
-                }
-                const gc_u64 seen = atomicCAS(&ctl[FZ_POOL], old, old + need);
-                if (seen == old) break;
-                old = seen;
+        if (lane == 0) {  // one atomic, never retried (a CAS loop here livelocked hundreds of blocks)
+            old = atomicAdd(&ctl[FZ_POOL], need);
+            if (old + need > pool_cap) {  // the counter stays past the pool: every later reservation fails too
+                atomicOr(&ctl[FZ_FLAGS], FZ_POOL_OVERFLOW);
+                ok = 0;
             }
         }
         old = __shfl_sync(FZ_FULL, old, 0);
@@ -518,8 +610,8 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
         atomicMax(&stats[FZ_S_PEAK], consumed);
         ctl[idx ^ 1] = 0;
     }
-    fz_decide_batch(b, total, threshold, ind, tbase[b.g], tcount[b.g], occ, act, emode, edense, efin, gcnt, cursor,
-                    tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, s_fin, &s_dense, &s_nocc);
+    fz_decide_batch(b, total, threshold, ind, tbase[b.g], tcount[b.g], occ, act + b.g * W, emode, edense, efin, gcnt,
+                    cursor, tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, s_fin, &s_dense, &s_nocc);
 }
 
 // Loads the next traversals of the dispatch order into the free slots of batch g, then publishes the batch's
@@ -602,7 +694,7 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
     __shared__ gc_i64 s_base;
     __shared__ gc_u64 s_unfused;
     const int tid = threadIdx.x, lane = tid & 31, g = b.g, W = b.W;
-    if (b.x == 0 && tid < W) act[g * W + tid] = 0u;  // decide has read it; the next level marks anew
+    if (b.x == 0 && tid < W) act[tid] = 0u;  // decide has read it; the next level marks anew
     if (mode == FZ_ABORT && b.x == 0 && tid < b.B) gcnt[g * b.B + tid] = 0;  // counts are redone next time
     if (mode == FZ_LOAD && b.x == 0) {
         if (tid < W) s_occ[tid] = occ[g * W + tid];
@@ -681,7 +773,8 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
     const int g = b.g, mode = emode[g];
     if (threadIdx.x < W) s_fin[threadIdx.x] = efin[g * W + threadIdx.x];
     fz_extract_batch(b, mode, s_fin, edense[g], tbase[g], tcount[g], lt, seed, rounds, j_begin, total, use_order,
-                     order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act, gcnt, cursor, tnew, done, skip,
+                     order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act + g * W, gcnt, cursor, tnew, done,
+                     skip,
                      slot_tr, slot_key, slot_skey, slot_off, list, cap, &ctl[idx], &ctl[FZ_FLAGS], ctl, pool, stats);
 }
 
@@ -695,7 +788,10 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
 // nxt word that turns non-zero). When a list overflows, or its entries are lost (a relaunch), the level
 // finds its pending words in the ring instead: the block lists, a chunk of FZ_THREADS ring entries at a
 // time, the words whose nxt is not zero (every pending bit lies in a word of the ring, since nxt is a
-// subset of vis), and builds the next list as it expands them. The batch's state is in global memory, so
+// subset of vis), and builds the next list as it expands them. IC expands four entries per warp
+// (fz_expand_groups), LT one. The batch's act words are in shared memory (each level marks them anew), and
+// so is the ring's live count during a level (written back after it). The batch's other state is in global
+// memory, so
 // a block that finds the pool full (FZ_ABORT) returns and a relaunch with first = 0 resumes it with a
 // level found in the ring (the host grows the pool in between); first = 1 starts with a load. Arrays
 // written and read inside the launch are passed without __restrict__ (no read-only-cache loads of them).
@@ -704,6 +800,9 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
 #ifndef FZ_RESIDENT_LIST  // entries of each shared frontier list (a test compiles a tiny one)
 #define FZ_RESIDENT_LIST 1024
 #endif
+// Blocks of the resident kernels that one SM must hold at once (their registers are capped to fit): the
+// narrow batches' default count of batches in flight (INFLIGHT_PER_SM in gpucore/im/fused/cuda.py) needs 4.
+#define FZ_RESIDENT_BLOCKS 4
 template <bool LT>
 __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total,
                             int threshold, int use_order, const gc_i64* order, const gc_i64* ind, const int* src,
@@ -720,10 +819,13 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
     __shared__ int s_pend[FZ_THREADS], s_np;
     __shared__ gc_u64 s_list[2][FZ_RESIDENT_LIST];
     __shared__ gc_u64 s_lc[2], s_lf[2];  // the lists' counts and FZ_LIST_OVERFLOW flags
+    __shared__ unsigned s_act[8];        // act of the batch (a level marks it, decide reads it, extract clears it)
+    __shared__ int s_rc;                 // the ring's live count while a level appends to it
     const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.x, 0, 1);
     if (blockDim.x != FZ_THREADS) return;
     const int tid = threadIdx.x, lane = tid & 31, g = b.g;
     if (tid < 4) s_acc[tid] = 0;
+    if (tid < 8) s_act[tid] = 0u;
     int cur = 0;  // the list the next level expands; that level and the loads after it fill list cur ^ 1
     if (tid == 0) {
         s_lc[0] = s_lc[1] = 0;
@@ -744,13 +846,17 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
             const bool in_ring = s_lf[cur] != 0;
             const int listed = (int)s_lc[cur];
             bool fits = true;
+            if (tid == 0) s_rc = count;
             __syncthreads();  // every thread holds the level's ring before an append moves its count
+            gc_u64* s_jumps = &s_acc[3];
+            int* rcount = &s_rc;
+            unsigned int* act = s_act;
+            const gc_u64 cap = FZ_RESIDENT_LIST;
+            const int rstart = start;
             if (!in_ring) {
-                for (int e = tid >> 5; e < listed; e += FZ_THREADS / 32)  // uniform per warp
-                    fz_expand_entry<LT>(g, (gc_i64)(s_list[cur][e] & 0xffffffffULL), ind, src, eid, warc, qcum, skip,
-                                        old_of_new, n, W, seed, slot_key, slot_skey, vis, nxt, act, touched, start,
-                                        tcount + g, nlist, FZ_RESIDENT_LIST, ncount, lane, entries, bits_total,
-                                        reads, &s_acc[3], fits);
+                const gc_u64* listing = s_list[cur];
+                fz_expand_block<LT>(g, listed, [&](int e) { return (gc_i64)(listing[e] & 0xffffffffULL); },
+                                    FZ_ENTRY_ARGS);
             } else {
                 ring_levels += 1;
                 for (int base = 0; base < count; base += FZ_THREADS) {  // a chunk of the ring: uniform
@@ -762,25 +868,21 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
                         if (vnxt[word] != 0u) s_pend[atomicAdd(&s_np, 1)] = word;
                     }
                     __syncthreads();
-                    const int np = s_np;
-                    for (int e = tid >> 5; e < np; e += FZ_THREADS / 32)  // spread over the warps: uniform per warp
-                        fz_expand_entry<LT>(g, (gc_i64)(s_pend[e] / W), ind, src, eid, warc, qcum, skip, old_of_new, n,
-                                            W, seed, slot_key, slot_skey, vis, nxt, act, touched, start, tcount + g,
-                                            nlist, FZ_RESIDENT_LIST, ncount, lane, entries, bits_total, reads,
-                                            &s_acc[3], fits);
+                    fz_expand_block<LT>(g, s_np, [&](int e) { return (gc_i64)(s_pend[e] / W); }, FZ_ENTRY_ARGS);
                     __syncthreads();  // s_pend and s_np are reused
                 }
             }
             if (!fits) s_lf[cur ^ 1] = FZ_LIST_OVERFLOW;
             levels += 1;
             __syncthreads();  // the level's discoveries (vis, nxt, act, ring, list) before decide
+            if (tid == 0) tcount[g] = s_rc;  // for a relaunch (fz_load rewrites it in this launch)
         }
-        const int start = vbase[g], count = vcount[g];
-        const int mode = fz_decide_batch(b, total, threshold, ind, start, count, occ, act, emode, edense, efin, gcnt,
+        const int start = vbase[g], count = expand ? s_rc : vcount[g];
+        const int mode = fz_decide_batch(b, total, threshold, ind, start, count, occ, s_act, emode, edense, efin, gcnt,
                                          cursor, tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, s_fin,
                                          &s_dense, &s_nocc);
         fz_extract_batch(b, mode, s_fin, s_dense, start, count, LT ? 1 : 0, seed, rounds, j_begin, total, use_order,
-                         order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act, gcnt, cursor, tnew, done,
+                         order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, s_act, gcnt, cursor, tnew, done,
                          skip, slot_tr, slot_key, slot_skey, slot_off, nlist, FZ_RESIDENT_LIST, ncount, &s_lf[cur ^ 1],
                          ctl, pool, stats);
         if (mode == FZ_ABORT || (mode == FZ_IDLE && s_nocc == 0)) break;  // uniform: shared or returned values
@@ -815,10 +917,10 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
         old_of_new, new_of_old, vis, nxt, touched, tbase, tcount, occ, act, emode, edense, efin, gcnt, cursor,   \
         tnew, done, slot_tr, slot_key, slot_skey, slot_off, trav_start, trav_size, ctl, pool_cap, pool, stats
 
-extern "C" __global__ void __launch_bounds__(FZ_THREADS) fz_resident_ic(FZ_RESIDENT_PARAMS) {
+extern "C" __global__ void __launch_bounds__(FZ_THREADS, FZ_RESIDENT_BLOCKS) fz_resident_ic(FZ_RESIDENT_PARAMS) {
     fz_resident<false>(FZ_RESIDENT_ARGS);
 }
-extern "C" __global__ void __launch_bounds__(FZ_THREADS) fz_resident_lt(FZ_RESIDENT_PARAMS) {
+extern "C" __global__ void __launch_bounds__(FZ_THREADS, FZ_RESIDENT_BLOCKS) fz_resident_lt(FZ_RESIDENT_PARAMS) {
     fz_resident<true>(FZ_RESIDENT_ARGS);
 }
 
