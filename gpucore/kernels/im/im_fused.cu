@@ -536,12 +536,12 @@ __device__ int fz_decide_batch(const FzBatch& b, gc_i64 total, int threshold, co
     const int dense = *s_dense;
     const gc_i64 items = dense ? b.nW : count;
     fz_count_share(b, dense, start, items, s_fin, ind, nullptr, s_cnt, nullptr);
-    if (tid < b.B && s_cnt[tid]) atomicAdd(&gcnt[g * b.B + tid], s_cnt[tid]);
+    if (b.X > 1 && tid < b.B && s_cnt[tid]) atomicAdd(&gcnt[g * b.B + tid], s_cnt[tid]);
     if (!fz_last_block(&done[2 * g], b.X, &s_flag)) return -1;
     if (tid < 32) {  // warp 0 reserves the ended sets' space in the pool, only if it fits
         // lane l takes the slots l, l + 32, ... (word q of the masks); the sets go to the pool in that order
         const int lane = tid;
-        volatile int* vc = gcnt + g * b.B;
+        volatile int* vc = b.X > 1 ? gcnt + g * b.B : s_cnt;  // the batch's counts (one block: its own)
         int c[8];
         gc_u64 mine = 0;
         for (int q = 0; q < W; ++q) {
@@ -703,15 +703,27 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
                 slot_tr, slot_key, slot_skey, slot_off, list, cap, lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
     }
     if (mode != FZ_EXTRACT) return;
-    if (tid == 0) s_unfused = 0;
+    // A batch of one block walks its words once: each ended slot's run is the whole of what decide reserved,
+    // the unfused reads are counted during the walk, and the new ring part is counted in shared memory.
+    const bool one = b.X == 1;
+    if (tid == 0) {
+        s_unfused = 0;
+        s_tc = 0;
+    }
     __syncthreads();
     const int fresh_start = dense ? 0 : (int)(((gc_i64)start + count) % b.nW);
     const gc_i64 items = dense ? b.nW : count;
-    fz_count_share(b, dense, start, items, s_fin, ind, lt ? nullptr : skip, s_cnt, &s_unfused);
-    if (tid < b.B && s_cnt[tid])  // this block's run of each ended slot
-        s_pos[tid] = (gc_i64)atomicAdd((unsigned long long*)&cursor[(gc_i64)g * b.B + tid], (unsigned long long)s_cnt[tid]);
-    if (tid == 0 && s_unfused) atomicAdd(&stats[FZ_S_UNFUSED], s_unfused);
+    if (one) {
+        if (tid < b.B && ((s_fin[tid >> 5] >> (tid & 31)) & 1u)) s_pos[tid] = cursor[(gc_i64)g * b.B + tid];
+    } else {
+        fz_count_share(b, dense, start, items, s_fin, ind, lt ? nullptr : skip, s_cnt, &s_unfused);
+        if (tid < b.B && s_cnt[tid])  // this block's run of each ended slot
+            s_pos[tid] = (gc_i64)atomicAdd((unsigned long long*)&cursor[(gc_i64)g * b.B + tid],
+                                           (unsigned long long)s_cnt[tid]);
+        if (tid == 0 && s_unfused) atomicAdd(&stats[FZ_S_UNFUSED], s_unfused);
+    }
     __syncthreads();
+    gc_u64 reads = 0;  // one block: the in-arcs an unfused sampler reads for the members this thread writes
     for (gc_i64 base = (gc_i64)b.x * FZ_THREADS; base < items; base += (gc_i64)b.X * FZ_THREADS) {  // warp-uniform
         const gc_i64 i = base + tid;
         int word = 0;
@@ -722,7 +734,9 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
             unsigned v = b.vis[word];
             unsigned m = v & s_fin[w];
             if (m) {
-                const int u = old_of_new[word / W];
+                const gc_i64 x = word / W;
+                const int u = old_of_new[x];
+                if (one && (lt || skip[x] >= 0.0)) reads += (gc_u64)__popc(m) * (gc_u64)(ind[x + 1] - ind[x]);
                 while (m) {
                     const int bit = __ffs(m) - 1;
                     m &= m - 1u;
@@ -735,11 +749,13 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
             }
             keep = v != 0u;
         }
-        fz_ring_warp(keep, word, b.ring, b.nW, fresh_start, tnew + g, lane);
+        fz_ring_warp(keep, word, b.ring, b.nW, fresh_start, one ? &s_tc : tnew + g, lane);
     }
+    if (reads) atomicAdd(&s_unfused, reads);
     if (!fz_last_block(&done[2 * g + 1], b.X, &s_flag)) return;
     if (tid == 0) {  // the batch's new ring part (fz_load publishes it), the counters
-        s_tc = ((volatile int*)tnew)[g];
+        if (one && s_unfused) atomicAdd(&stats[FZ_S_UNFUSED], s_unfused);
+        if (!one) s_tc = ((volatile int*)tnew)[g];
         int nfin = 0;
         for (int w = 0; w < W; ++w) nfin += __popc(s_fin[w]);
         atomicAdd(&stats[FZ_S_EXTRACT], 1ULL);
@@ -747,7 +763,7 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
         atomicAdd(&ctl[FZ_WRITTEN], (gc_u64)nfin);
     }
     if (tid < W) s_occ[tid] = occ[g * W + tid] & ~s_fin[tid];  // the ended slots are free
-    if (tid < b.B) gcnt[g * b.B + tid] = 0;                    // the counts for next time
+    if (!one && tid < b.B) gcnt[g * b.B + tid] = 0;            // the counts for next time
     fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, fresh_start, tbase, tcount, occ,
             slot_tr, slot_key, slot_skey, slot_off, list, cap, lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
 }
