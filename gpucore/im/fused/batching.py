@@ -28,7 +28,8 @@ from gpucore.im.cpu import rr_root
 #: supported batch widths (traversals per batch, 32 per 32-bit mask word)
 WIDTHS = (32, 64, 128, 256)
 #: tail strategies: "none" (a batch reloads when all its traversals ended) or "refill" (a batch
-#: reloads the bit slots of ended traversals once at least a quarter of them ended)
+#: reloads the bit slots of ended traversals once at least a quarter of them ended; half of them in the
+#: CUDA resident mapping, FusedOptions.resident_refill_threshold)
 TAILS = ("none", "refill")
 #: most traversals per piece of a call (bounds per-traversal arrays; pieces are whole sets)
 MAX_PIECE_TRAVERSALS = 1 << 22
@@ -62,6 +63,14 @@ class FusedOptions:
     def refill_threshold(self) -> int:
         """Ended traversals that make a batch reload its free slots (the whole batch for tail "none")."""
         return max(1, self.batch_width // 4) if self.tail == "refill" else self.batch_width
+
+    @property
+    def resident_refill_threshold(self) -> int:
+        """``refill_threshold`` for the CUDA resident mapping: half the batch for tail "refill". A resident block
+        extracts alone, so an extraction costs it a whole step; at weighted cascade on the H100 half the batch
+        was 2-15 % faster than a quarter at widths 32 and 64, and the whole batch 5-25 % slower
+        (``benchmarks/study_fuseim_refill.py``, ``results/reference/fuseim/resident-groups-h100.md``)."""
+        return max(1, self.batch_width // 2) if self.tail == "refill" else self.batch_width
 
     def to_dict(self) -> dict:
         return {"batch_width": self.batch_width, "order": self.order, "sorted_sources": bool(self.sorted_sources),

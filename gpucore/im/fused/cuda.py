@@ -271,8 +271,8 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         while True:
             self.k_resident((used,), (_BATCH_THREADS,), (
                 np.int32(first), _i64(self.n), np.int32(opts.words), self.seed, _i64(self.rounds), _i64(j_begin),
-                _i64(total), np.int32(opts.refill_threshold), np.int32(use_order), order, d["in_indptr"], d["in_src"],
-                d["in_eid"], d["in_prob"], d["qcum"], d["skip"], d["old_of_new"], d["new_of_old"], self.vis,
+                _i64(total), np.int32(opts.resident_refill_threshold), np.int32(use_order), order, d["in_indptr"],
+                d["in_src"], d["in_eid"], d["in_prob"], d["qcum"], d["skip"], d["old_of_new"], d["new_of_old"], self.vis,
                 self.nxt, self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense,
                 self.efin, self.gcnt, self.cursor, self.tnew, self.done, self.slot_tr, self.slot_key,
                 self.slot_skey, self.slot_off, trav_start, trav_size, self.ctl, np.uint64(self.pool.shape[0]),
