@@ -26,8 +26,9 @@ RUNS = ((64, None), (64, 528), (64, 1056), (32, None), (32, 1056), (128, 264))
 SETS = 200_000
 
 
-def timed(be, eng, reps: int = 3):
-    """Best time (ms) of the calls after the first, and the last call's sets in canonical form."""
+def timed(be, eng, reps: int = 3, count: int = SETS):
+    """Best time (ms) of ``reps`` calls of ``count`` sets after the first, and the last call's sets in canonical
+    form (the fused sampler's stats are reset before each call, so they are the last call's)."""
     out = []
     for _ in range(reps):
         if hasattr(eng, "reset_stats"):
@@ -35,7 +36,7 @@ def timed(be, eng, reps: int = 3):
         be.synchronize()
         t = time.perf_counter()
         coll = eng.collection(0)
-        eng.sample_into(coll, SETS, 0.0)
+        eng.sample_into(coll, count, 0.0)
         be.synchronize()
         out.append(1000 * (time.perf_counter() - t))
         sets = canonical(*coll.host_sets())

@@ -14,34 +14,16 @@ H100 figures are in ``results/reference/fuseim/resident-groups-h100.md``.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
+from benchmarks.study_fuseim_batches import timed
 from gpucore.backend import get_backend
 from gpucore.im.engine import make_sampler
 from gpucore.im.fused import batching
-from gpucore.im.sampling import canonical
 from tests.im_graphs import pa_graph
 
 GRAPHS = {"Go": (875_713, 5_105_039), "BS": (685_230, 7_600_595)}
-
-
-def timed(be, eng, count: int, reps: int):
-    """Best time (ms) of the calls after the first, the last call's sets in canonical form, and its stats."""
-    out = []
-    for _ in range(reps):
-        if hasattr(eng, "reset_stats"):
-            eng.reset_stats()
-        be.synchronize()
-        t = time.perf_counter()
-        coll = eng.collection(0)
-        eng.sample_into(coll, count, 0.0)
-        be.synchronize()
-        out.append(1000 * (time.perf_counter() - t))
-        sets = canonical(*coll.host_sets())
-        coll.release()
-    return min(out[1:]), sets, (eng.stats() if hasattr(eng, "stats") else {})
 
 
 def main() -> None:
@@ -56,7 +38,7 @@ def main() -> None:
     for name in args.graphs.split(","):
         g = pa_graph(*GRAPHS[name], seed=1)
         for count in (int(c) for c in args.sets.split(",")):
-            base, ref, _ = timed(be, make_sampler(g, "IC", 1, 0, be, "gim"), count, args.reps)
+            base, ref = timed(be, make_sampler(g, "IC", 1, 0, be, "gim"), args.reps, count)
             print(f"{name} {count} sets unfused (gim): {base:.2f} ms, mean size {np.diff(ref[0]).mean():.1f}",
                   flush=True)
             for width in (32, 64):
@@ -65,7 +47,8 @@ def main() -> None:
                         lambda self, d=d: max(1, self.batch_width // d))
                     try:
                         eng = make_sampler(g, "IC", 1, 0, be, "fused", batch_width=width, mapping="resident")
-                        ms, sets, s = timed(be, eng, count, args.reps)
+                        ms, sets = timed(be, eng, args.reps, count)
+                        s = eng.stats()
                     finally:
                         batching.FusedOptions.resident_refill_threshold = default
                     same = all(np.array_equal(a, b) for a, b in zip(ref, sets))
