@@ -103,6 +103,13 @@ __device__ __forceinline__ void fz_ring_warp(bool want, int word, int* ring, gc_
 }
 
 // Marks in act the slots that discovered a vertex (skips the atomic when they are marked already).
+// The sum of v over the 32 lanes of a warp (all lanes call it), on every lane: one shared-memory atomic a warp
+// after it, where one a thread made the 64-bit add (a compare-and-swap loop in shared memory) spin.
+__device__ __forceinline__ gc_u64 fz_warp_sum(gc_u64 v) {
+    for (int d = 16; d; d >>= 1) v += __shfl_xor_sync(FZ_FULL, v, d);
+    return v;
+}
+
 __device__ __forceinline__ void fz_mark(unsigned int* act, unsigned fresh) {
     if (fresh & ~*((volatile unsigned int*)act)) atomicOr(act, fresh);
 }
@@ -131,19 +138,31 @@ __device__ __noinline__ gc_i64 fz_jump(gc_u64 h, double rlq, gc_i64 d) { return 
     ind, src, eid, warc, qcum, skip, old_of_new, n, W, seed, slot_key, slot_skey, vis, nxt, act, touched, rstart,   \
         rcount, nlist, cap, ncount, lane, entries, bits_total, reads, s_jumps, fits
 
-// IC: the slots f of word w try arc a (source y) of batch g: each one not yet at y flips its keyed coin,
-// bernoulli(step(wkeys[slot], eid[a]), p); the fresh (vertex, slot) pairs go into vis, nxt and gact.
+// Adds the fresh bits to the pending word *nxt of a vertex whose visited word held vis_old before they were set
+// in it; returns whether *nxt was zero (a list entry is due). The pending bits are a subset of the visited ones,
+// so where vis_old is zero (the rule at tiny sets) *nxt was zero too: the bits are then set without waiting for
+// the old word (a reduction, no round trip).
+__device__ __forceinline__ bool fz_pend(unsigned int* nxt, unsigned fresh, unsigned vis_old) {
+    if (vis_old == 0u) {
+        atomicOr(nxt, fresh);
+        return true;
+    }
+    return atomicOr(nxt, fresh) == 0u;
+}
+
+// IC: the slots f (not zero) of word w try an arc of probability p and arc id ea into y (word yw of batch g):
+// each slot flips its keyed coin, bernoulli(step(wkeys[slot], ea), p), and the fresh (vertex, slot) pairs go
+// into vis, nxt and gact. The caller loads the arc's source, probability and id together, so that an arc
+// costs one round trip to memory before its coins. A mask of one slot (the rule at tiny sets) flips its coin
+// without reading vis first: most coins fail there, and such an arc then never touches vis; a wider mask
+// first drops the slots already at y, whose coins cannot matter.
 // touch: the vis word was zero (a ring entry is due); returns whether the nxt word was zero (a list entry is due).
-__device__ __forceinline__ bool fz_try_arc(unsigned f, int y, gc_i64 a, gc_i64 yw, const int* eid, const float* warc,
-                                           const gc_u64* wkeys, unsigned int* vis, unsigned int* nxt,
-                                           unsigned int* gact, bool& touch) {
-    // the arc's data and the first slot's key are loaded before the visited word, so that the loads overlap
-    const float p = warc[a];
-    const gc_u64 ea = (gc_u64)(unsigned)eid[a];
+__device__ __forceinline__ bool fz_try_arc(unsigned f, float p, gc_u64 ea, gc_i64 yw, const gc_u64* wkeys,
+                                           unsigned int* vis, unsigned int* nxt, unsigned int* gact, bool& touch) {
     const int b0 = __ffs(f) - 1;
     const gc_u64 k0 = wkeys[b0];
-    unsigned cand = f & ~*((volatile unsigned int*)&vis[yw]);
-    if (!cand) return false;
+    unsigned cand = f;
+    if (f & (f - 1u)) cand &= ~*((volatile unsigned int*)&vis[yw]);
     unsigned kept = 0u;
     if (p >= 1.0f) {
         kept = cand;
@@ -160,7 +179,7 @@ __device__ __forceinline__ bool fz_try_arc(unsigned f, int y, gc_i64 a, gc_i64 y
     if (!fresh) return false;
     touch = (o == 0u);
     fz_mark(gact, fresh);
-    return atomicOr(&nxt[yw], fresh) == 0u;
+    return fz_pend(&nxt[yw], fresh, o);
 }
 
 // Expands the pending slots fr of vertex x of batch g, taken from nxt[g][x] by the caller (a warp; every lane
@@ -208,7 +227,7 @@ __device__ __forceinline__ void fz_expand_taken(int g, gc_i64 x, unsigned fr, FZ
                     const unsigned o = atomicOr(&vis[yw], bit);
                     if (!(o & bit)) {
                         touch = (o == 0u);
-                        push = (atomicOr(&nxt[yw], bit) == 0u);
+                        push = fz_pend(&nxt[yw], bit, o);
                         fz_mark(&gact[w], bit);
                     }
                 }
@@ -220,6 +239,7 @@ __device__ __forceinline__ void fz_expand_taken(int g, gc_i64 x, unsigned fr, FZ
         const gc_u64 vid = (gc_u64)(unsigned)old_of_new[x];
         const gc_u64* skeys = slot_skey + (gc_i64)g * B;
         const gc_i64 d = end - beg;
+        gc_u64 drawn = 0;              // the skip jumps this lane drew
         for (int w = 0; w < W; ++w) {  // lane l walks the jumps of the l-th slot of word w
             const unsigned f = __shfl_sync(FZ_FULL, fr, w);
             if (!f) continue;
@@ -242,7 +262,7 @@ __device__ __forceinline__ void fz_expand_taken(int g, gc_i64 x, unsigned fr, FZ
                     const unsigned o = atomicOr(&vis[yw], bit);
                     if (!(o & bit)) {
                         touch = (o == 0u);
-                        push = (atomicOr(&nxt[yw], bit) == 0u);
+                        push = fz_pend(&nxt[yw], bit, o);
                         fz_mark(&gact[w], bit);
                     }
                     pos += 1 + fz_jump(gc_step(hv, (gc_u64)i), rlq, d);
@@ -251,8 +271,10 @@ __device__ __forceinline__ void fz_expand_taken(int g, gc_i64 x, unsigned fr, FZ
                 fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
                 if (nlist) fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
             }
-            if (i) atomicAdd(s_jumps, (gc_u64)i);  // the skip jumps this lane drew
+            drawn += (gc_u64)i;
         }
+        drawn = fz_warp_sum(drawn);  // the skip jumps the lanes drew
+        if (lane == 0 && drawn) atomicAdd(s_jumps, drawn);
     } else {
         const int nnz = __popc(nz);
         const int gs = nnz <= 1 ? 1 : (nnz <= 2 ? 2 : (nnz <= 4 ? 4 : 8));
@@ -268,8 +290,8 @@ __device__ __forceinline__ void fz_expand_taken(int g, gc_i64 x, unsigned fr, FZ
             int y = 0;
             if (a < end && f) {
                 y = src[a];
-                push = fz_try_arc(f, y, a, (gc_i64)g * nW + (gc_i64)y * W + w, eid, warc, wkeys, vis, nxt, &gact[w],
-                                  touch);
+                push = fz_try_arc(f, warc[a], (gc_u64)(unsigned)eid[a], (gc_i64)g * nW + (gc_i64)y * W + w, wkeys,
+                                  vis, nxt, &gact[w], touch);
             }
             fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
             const unsigned pm = __ballot_sync(FZ_FULL, push);
@@ -308,16 +330,17 @@ __device__ __forceinline__ void fz_expand_groups(int g, gc_i64 x, bool valid, FZ
     // instruction, two groups would split them and read the row twice)
     const unsigned same = __match_any_sync(FZ_FULL, valid ? x : (gc_i64)-1);
     if (__ffs(same) - 1 < lead) valid = false;
+    gc_i64 beg = 0, len = 0;
+    double rlq = 0.0;
+    if (valid) {  // the row is read before the words are taken, so that the two round trips overlap
+        beg = ind[x];
+        len = ind[x + 1] - beg;
+        rlq = skip[x];
+    }
     unsigned fr = 0u;
     if (valid && k < W) fr = atomicExch(&nxt[(gc_i64)g * nW + x * W + k], 0u);
     const bool live = ((__ballot_sync(FZ_FULL, fr != 0u) >> lead) & ((1u << gs) - 1u)) != 0u;
-    gc_i64 beg = 0, len = 0;
-    bool grouped = false;
-    if (live) {
-        beg = ind[x];
-        len = ind[x + 1] - beg;
-        grouped = skip[x] >= 0.0 && len <= FZ_GROUP_ROW;
-    }
+    const bool grouped = live && rlq >= 0.0 && len <= FZ_GROUP_ROW;
     unsigned bits = grouped ? __popc(fr) : 0u;  // the group's slots, summed over its lanes
     for (int d = 1; d < gs; d <<= 1) bits += __shfl_xor_sync(FZ_FULL, bits, d);
     if (grouped && k == 0) {  // fz_expand_taken's counters, on the group's first lane
@@ -332,14 +355,21 @@ __device__ __forceinline__ void fz_expand_groups(int g, gc_i64 x, bool valid, FZ
     for (int base = 0; __any_sync(FZ_FULL, base < len); base += gs) {  // uniform
         const bool on = base + k < len;
         const gc_i64 a = beg + base + k;
-        const int y = on ? src[a] : 0;
+        int y = 0;
+        float p = 0.0f;
+        gc_u64 ea = 0;
+        if (on) {  // one round trip for the arc's source, probability and id
+            y = src[a];
+            p = warc[a];
+            ea = (gc_u64)(unsigned)eid[a];
+        }
         bool push = false;
         for (int w = 0; w < W; ++w) {  // uniform
             const unsigned f = __shfl_sync(FZ_FULL, fr, lead + w);
             bool touch = false;
             if (on && f)
-                push |= fz_try_arc(f, y, a, (gc_i64)g * nW + (gc_i64)y * W + w, eid, warc, keys + w * 32, vis, nxt,
-                                   &gact[w], touch);
+                push |= fz_try_arc(f, p, ea, (gc_i64)g * nW + (gc_i64)y * W + w, keys + w * 32, vis, nxt, &gact[w],
+                                   touch);
             fz_ring_warp(touch, y * W + w, ring, nW, rstart, rcount, lane);
         }
         if (nlist) fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
@@ -420,8 +450,11 @@ __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const 
     ind, src, eid, warc, qcum, skip, old_of_new, n, W, seed, slot_key, slot_skey, vis, nxt, act, touched, tbase, \
         tcount, cur, nlist, cap, ctl, cur_idx, stats
 
-extern "C" __global__ void __launch_bounds__(256) fz_expand_ic(FZ_EXPAND_PARAMS) { fz_expand<false>(FZ_EXPAND_ARGS); }
-extern "C" __global__ void __launch_bounds__(256) fz_expand_lt(FZ_EXPAND_PARAMS) { fz_expand<true>(FZ_EXPAND_ARGS); }
+// Blocks of fz_expand_* one SM holds at once (their registers are capped to fit: left free, ptxas took 78
+// for fz_expand_ic, 3 blocks an SM).
+#define FZ_EXPAND_BLOCKS 4
+extern "C" __global__ void __launch_bounds__(256, FZ_EXPAND_BLOCKS) fz_expand_ic(FZ_EXPAND_PARAMS) { fz_expand<false>(FZ_EXPAND_ARGS); }
+extern "C" __global__ void __launch_bounds__(256, FZ_EXPAND_BLOCKS) fz_expand_lt(FZ_EXPAND_PARAMS) { fz_expand<true>(FZ_EXPAND_ARGS); }
 
 // ---- extraction (fz_decide, fz_extract): grid (X, batches), FZ_THREADS threads ----------------------
 
@@ -474,7 +507,10 @@ __device__ void fz_count_share(const FzBatch& b, int dense, int start, gc_i64 it
             atomicAdd(&cnt[w * 32 + bit], 1);
         }
     }
-    if (unfused && reads) atomicAdd(unfused, reads);
+    if (unfused) {
+        reads = fz_warp_sum(reads);
+        if ((threadIdx.x & 31) == 0 && reads) atomicAdd(unfused, reads);
+    }
     __syncthreads();
 }
 
@@ -657,8 +693,9 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
         slot_off[(gc_i64)g * b.B + s] = (int)(t * b.n);
         atomicOr(&s_occ[w], 1u << (s & 31));
         word = x * b.W + w;
-        touch = atomicOr(&b.vis[word], 1u << (s & 31)) == 0u;
-        push = atomicOr(&nxt[(gc_i64)g * b.nW + word], 1u << (s & 31)) == 0u;
+        const unsigned o = atomicOr(&b.vis[word], 1u << (s & 31));
+        touch = o == 0u;
+        push = fz_pend(&nxt[(gc_i64)g * b.nW + word], 1u << (s & 31), o);
     }
     fz_ring_warp(touch, (int)word, b.ring, b.nW, rstart, s_tc, lane);
     if (list) {
@@ -688,7 +725,8 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
                                  gc_u64* ctl, int* pool, gc_u64* stats) {
     __shared__ unsigned s_occ[8];
     __shared__ int s_cnt[FZ_THREADS];
-    __shared__ gc_i64 s_pos[FZ_THREADS];
+    __shared__ gc_i64 s_pos[FZ_THREADS];  // the start of each ended slot's run (this block's part of it)
+    __shared__ int s_off[FZ_THREADS];     // the members written into it so far (a 32-bit atomic: native)
     __shared__ int s_warp[FZ_THREADS / 32];
     __shared__ int s_flag, s_tc;
     __shared__ gc_i64 s_base;
@@ -713,6 +751,7 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
     __syncthreads();
     const int fresh_start = dense ? 0 : (int)(((gc_i64)start + count) % b.nW);
     const gc_i64 items = dense ? b.nW : count;
+    if (tid < b.B) s_off[tid] = 0;
     if (one) {
         if (tid < b.B && ((s_fin[tid >> 5] >> (tid & 31)) & 1u)) s_pos[tid] = cursor[(gc_i64)g * b.B + tid];
     } else {
@@ -741,7 +780,7 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
                     const int bit = __ffs(m) - 1;
                     m &= m - 1u;
                     const int s = w * 32 + bit;
-                    const gc_i64 at = (gc_i64)atomicAdd((unsigned long long*)&s_pos[s], 1ULL);
+                    const gc_i64 at = s_pos[s] + atomicAdd(&s_off[s], 1);
                     pool[at] = u + slot_off[(gc_i64)g * b.B + s];
                 }
                 v &= ~s_fin[w];
@@ -751,7 +790,8 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
         }
         fz_ring_warp(keep, word, b.ring, b.nW, fresh_start, one ? &s_tc : tnew + g, lane);
     }
-    if (reads) atomicAdd(&s_unfused, reads);
+    reads = fz_warp_sum(reads);  // the walk's loop is warp-uniform: every lane is here
+    if (lane == 0 && reads) atomicAdd(&s_unfused, reads);
     if (!fz_last_block(&done[2 * g + 1], b.X, &s_flag)) return;
     if (tid == 0) {  // the batch's new ring part (fz_load publishes it), the counters
         if (one && s_unfused) atomicAdd(&stats[FZ_S_UNFUSED], s_unfused);
