@@ -58,6 +58,7 @@ def test_equal_to_unfused_every_width_order_and_tail(graphs, model, rounds, widt
                         got = canonical(*engine_sets(eng, j0, 333, batch=130))  # 130, 130, 73: no multiple
                         same(want, got)
                         assert eng.stats()["traversals"] == 333 * rounds
+                        assert eng.stats()["sorted_pieces"] == (3 if sorted_sources else 0)  # every piece
 
 
 @pytest.mark.parametrize("rounds", [1, 2])

@@ -107,6 +107,7 @@ def test_batches_reloaded_many_times(max_batches, width, levels, tail, model, ma
     s = eng.stats()
     assert s["traversals"] == 420 and s["extractions"] >= 420 // width
     assert s["resident_pieces"] == (2 if mapping == "resident" else 0)
+    assert s["sorted_pieces"] == (2 if width == 64 and mapping == "level" else 0)  # FusedOptions.sorts
 
 
 @pytest.mark.parametrize("mapping", ["level", "resident"])

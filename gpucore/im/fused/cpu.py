@@ -363,7 +363,8 @@ class FusedCPUSampler(Instrumented, CPUSampler):
         B = self.options.batch_width
         with st.phases.phase("roots"):
             roots = set_roots(self.seed, np.int64(j_begin), sets, np.int64(self.n), tg.new_of_old)
-            order = dispatch_order(roots, T, self.options.sorted_sources)
+            order = dispatch_order(roots, T, self.options.sorts(False))
+        st.add("sorted_pieces", int(self.options.sorts(False)))
         total = sets * T
         trav_start = np.full(total, -1, dtype=np.int64)
         trav_size = np.full(total, -1, dtype=np.int64)

@@ -212,8 +212,11 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         j_begin = coll.j_end
         total = sets * T
         used = int(min(self.batches, -(-total // B)))
+        per_trav = mean_hint / T if mean_hint > 0 else 16.0
+        resident = self._resident(per_trav)
+        sort = opts.sorts(resident)
         with st.phases.phase("roots"):
-            if opts.sorted_sources:
+            if sort:
                 keys = be.empty((total,), np.int64, what="fused dispatch keys")
                 grid = int(max(1, min(-(-total // 256), self.sms * 32)))
                 self.k_keys((grid,), (256,), (self.seed, _i64(j_begin), _i64(total), _i64(T), _i64(n),
@@ -225,7 +228,6 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         trav_start = be.empty((total,), np.int64, what="fused set starts")
         trav_size = be.empty((total,), np.int32, what="fused set sizes")
         trav_size.fill(-1)
-        per_trav = mean_hint / T if mean_hint > 0 else 16.0
         pool_cap = int(max(1024, total * per_trav * self.pool_factor + 4 * used * B))
         self.pool = be.empty((pool_cap,), np.int32, what=f"fused RR-set pool ({pool_cap:,} int32)")
         if not self._clean:  # a piece failed half way (e.g. out of memory): start from empty batches
@@ -234,11 +236,11 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self._clean = False
         self.ctl.fill(0)
         self.counters.fill(0)
-        resident = self._resident(per_trav)
         traverse = self._traverse_resident if resident else self._traverse_levels
         with st.phases.phase("traverse"):
-            traverse(used, j_begin, total, 1 if opts.sorted_sources else 0, order, trav_start, trav_size)
+            traverse(used, j_begin, total, int(sort), order, trav_start, trav_size)
         st.add("resident_pieces", int(resident))
+        st.add("sorted_pieces", int(sort))
         # a scan, not count_nonzero: CuPy builds its CUB reduction per size class of the input, so a large
         # piece compiled one inside the timed phase (seconds, in a fresh cache); the scan's kernel is one
         if int(xp.cumsum(trav_size < 0, dtype=np.int64)[-1]):

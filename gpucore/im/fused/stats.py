@@ -15,7 +15,9 @@ Counters (both backends count the same things):
   a CPU worker runs its batch's levels itself: ``resident``), ``resident_pieces``: pieces of a call the
   CUDA sampler ran in the resident mapping; ``ring_levels``: resident levels that found their pending
   vertices by scanning the batch's visited words, because the level's shared-memory frontier list had
-  overflowed or was lost to a relaunch (0 elsewhere);
+  overflowed or was lost to a relaunch (0 elsewhere); ``sorted_pieces``: pieces whose traversals were
+  dispatched in sorted order of their roots (``sorted_sources``, which the resident mapping does not apply:
+  ``FusedOptions.sorts``);
 - ``levels``: synchronous frontier steps (resident mapping: the most levels one batch ran in one
   launch); ``frontier_peak``: most entries in one global frontier list (level mapping; the resident
   mapping's lists are in shared memory, a fixed ``FZ_RESIDENT_LIST`` entries each);
@@ -34,7 +36,7 @@ from gpucore.timing import Phases
 
 COUNTERS = ("entries", "mask_bits", "edge_reads", "edge_reads_unfused", "skip_jumps", "levels", "frontier_peak",
             "extractions", "traversals", "regrowths", "level_captures", "level_replays", "resident_pieces",
-            "ring_levels")
+            "sorted_pieces", "ring_levels")
 #: order of the counters the kernels fill (an int64 array of this length)
 KERNEL_COUNTERS = ("entries", "mask_bits", "edge_reads", "levels", "frontier_peak", "extractions", "traversals",
                    "edge_reads_unfused", "skip_jumps", "ring_levels")
