@@ -312,20 +312,23 @@ __device__ __forceinline__ void fz_expand_entry(int g, gc_i64 x, FZ_ENTRY_PARAMS
 
 #define FZ_GROUP_ROW 16  // the longest row a lane group expands
 
-// Lanes per entry of a grouped expansion: at least the W words of the widest mask, one a lane. (Groups of 4
-// lanes for widths up to 128 were no faster on the H100: results/reference/fuseim/resident-groups-h100.md.)
+// Lanes per entry of a grouped expansion: at least the W words of the widest mask, one a lane. A level with more
+// entries than a block's groups of FZ_GROUP lanes (32 at 256 threads) takes groups of FZ_GROUP_SMALL lanes
+// instead where the mask fits them (W <= 4), so that its entries run at once rather than in two rounds (groups of
+// 4 lanes for every level were no faster on the H100: results/reference/fuseim/resident-groups-h100.md).
 #define FZ_GROUP 8
+#define FZ_GROUP_SMALL 4
 
-// IC, one batch g: the warp expands up to 32 / FZ_GROUP entries at once, entry x (when valid) by the group of
-// gs = FZ_GROUP lanes the calling lane belongs to (all lanes call it). Tiny sets make entries of one or
+// IC, one batch g: the warp expands up to 32 / gs entries at once, entry x (when valid) by the group of
+// gs >= W lanes (FZ_GROUP or FZ_GROUP_SMALL) the calling lane belongs to (all lanes call it). Tiny sets make entries of one or
 // two slots on short rows, so a warp per entry would leave most lanes idle and the level's chain of global
 // accesses would run once per entry. Each group takes its entry's W words (lane k of the group takes word k);
 // a group whose vertex is not skipping and whose row has at most FZ_GROUP_ROW arcs tries them itself (lane k:
 // arcs k, k + gs, ..., each for every word); the other entries then run one after another on the whole warp
 // (fz_expand_taken). The discoveries, counters and list entries are those of one fz_expand_entry per entry.
-__device__ __forceinline__ void fz_expand_groups(int g, gc_i64 x, bool valid, FZ_ENTRY_PARAMS) {
+__device__ __forceinline__ void fz_expand_groups(int gs, int g, gc_i64 x, bool valid, FZ_ENTRY_PARAMS) {
     const gc_i64 nW = n * W;
-    const int gs = FZ_GROUP, k = lane & (gs - 1), lead = lane & ~(gs - 1);
+    const int k = lane & (gs - 1), lead = lane & ~(gs - 1);
     // a vertex listed twice in one warp's entries is taken by the first group only (taking its words in one
     // instruction, two groups would split them and read the row twice)
     const unsigned same = __match_any_sync(FZ_FULL, valid ? x : (gc_i64)-1);
@@ -383,17 +386,19 @@ __device__ __forceinline__ void fz_expand_groups(int g, gc_i64 x, bool valid, FZ
 }
 
 // Expands entries 0 .. count - 1 of batch g, entry e at vertex x_of(e) (a block; all threads call it): LT a
-// warp per entry, IC 32 / FZ_GROUP entries per warp (fz_expand_groups).
+// warp per entry, IC 32 / FZ_GROUP entries per warp, or 32 / FZ_GROUP_SMALL where there are more entries
+// than that and the masks fit (fz_expand_groups).
 template <bool LT, class XOf>
 __device__ __forceinline__ void fz_expand_block(int g, int count, XOf x_of, FZ_ENTRY_PARAMS) {
     const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     if (LT) {
         for (int e = warp; e < count; e += warps) fz_expand_entry<true>(g, x_of(e), FZ_ENTRY_ARGS);
     } else {
-        const int per_warp = 32 / FZ_GROUP;
+        const int gs = (W <= FZ_GROUP_SMALL && count > warps * (32 / FZ_GROUP)) ? FZ_GROUP_SMALL : FZ_GROUP;
+        const int per_warp = 32 / gs;
         for (int e0 = warp * per_warp; e0 < count; e0 += warps * per_warp) {  // uniform per warp
-            const int e = e0 + lane * per_warp / 32;
-            fz_expand_groups(g, e < count ? x_of(e) : 0, e < count, FZ_ENTRY_ARGS);
+            const int e = e0 + lane / gs;
+            fz_expand_groups(gs, g, e < count ? x_of(e) : 0, e < count, FZ_ENTRY_ARGS);
         }
     }
 }
