@@ -371,7 +371,7 @@ def _resident_mark(record) -> str:
 
 
 def markdown(rep: dict) -> str:
-    dev = rep.get("device") or {}
+    dev, prm = rep.get("device") or {}, rep["parameters"]
     labels = [label for _, label in configurations(rep["parameters"]["widths"].split(","),
                                                    rep["parameters"].get("mappings", "auto").split(","))]
     lines = [
@@ -380,8 +380,10 @@ def markdown(rep: dict) -> str:
         f"- date: {rep['date']}; commit: {rep.get('commit')}",
         f"- GPU: {dev.get('device', 'none')} ({dev.get('sm_count', '?')} SMs), CUDA runtime "
         f"{dev.get('runtime_version')}, CuPy {dev.get('cupy')}; host {rep['host'].get('cpu_model')}",
-        f"- IC, run seed {rep['parameters']['seed']}; same sets j = 0 .. S-1 for both samplers; time = one "
-        f"sample_into + sync after a warm-up; speedup = unfused / fused",
+        f"- IC, run seed {rep['parameters']['seed']}; same sets j = 0 .. S-1 for both samplers; time = "
+        + (f"the median of up to {prm['reps']} calls (sample_into + sync; fewer once they took "
+           f"{prm['reps_seconds']} s)" if "reps" in prm else "one sample_into + sync")
+        + " after a warm-up; speedup = unfused / fused",
         "",
         "## Fig. 7: speedup per width and mapping (best = auto pick; r: the resident mapping ran)",
         "",
