@@ -15,7 +15,9 @@ compiled once (a warm-up cell on a tiny graph first).
 Graphs (weighted cascade, as gIM's Table 2): soc-Epinions1 from the --data folder (also at constant
 p = 0.02 and 0.05: ``epinions-p02``, ``epinions-p05``, where ``--samplers gim,fused,auto`` shows auto's
 pick against both samplers), and
-preferential-attachment graphs made with ``gpucore generate pa`` (cached in --cache): ``pa1m``
+preferential-attachment graphs made with ``gpucore generate pa`` (cached in --cache): ``go-p01`` and
+``bs-p005`` (bench_fuseim's web-Google- and web-BerkStan-size stand-ins at constant p = 0.1 and 0.05: a large
+mean set from a few giant ones, auto's other condition), ``pa1m``
 (1,000,000 / 15,400,000: the size of the comparison kit's BA graph), ``pokec`` (1,632,803 /
 30,622,564) and ``livejournal`` (4,847,571 / 68,993,773). GPU cells are repeated (median kept,
 all recorded). Each (sampler, warps per block) setting is one row (an auto row shows its pick and
@@ -47,6 +49,11 @@ GRAPHS = {
     "epinions-p02": {"title": "soc-Epinions1, p = 0.02", "file": "soc-Epinions1.txt.gz", "weights": "const:0.02"},
     "epinions-p05": {"title": "soc-Epinions1, p = 0.05", "file": "soc-Epinions1.txt.gz", "weights": "const:0.05"},
     "pa1m": {"title": "PA 1,000,000 / 15,400,000", "nodes": 1_000_000, "edges": 15_400_000},
+    # constant p on the web-Google / web-BerkStan-size PA stand-ins of bench_fuseim: a large mean from a few giant
+    # sets (2.1 % and 1.6 % of them), where auto's share-of-large-sets condition picks gim (docs/im.md)
+    "go-p01": {"title": "web-Google-size PA, p = 0.1", "nodes": 875_713, "edges": 5_105_039, "weights": "const:0.1"},
+    "bs-p005": {"title": "web-BerkStan-size PA, p = 0.05", "nodes": 685_230, "edges": 7_600_595,
+                "weights": "const:0.05"},
     "pokec": {"title": "Pokec-size PA (1,632,803 / 30,622,564)", "nodes": 1_632_803, "edges": 30_622_564},
     "livejournal": {"title": "LiveJournal-size PA (4,847,571 / 68,993,773)", "nodes": 4_847_571,
                     "edges": 68_993_773},
