@@ -110,6 +110,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("GPUCORE_PROGRESS", "0")
 
     from gpucore.backend import cuda_available, get_backend
+    from gpucore.errors import OutOfMemoryError
     from gpucore.graph import from_arcs, load_graph
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -182,8 +183,14 @@ def main(argv=None) -> int:
                         save()
                         continue
                     threads = {"cpu16": args.cpu_threads, "cpu1": 1}.get(mode)
-                    runs = [run_once(graph, "cuda" if mode == "gpu" else "cpu", model, args.k, eps, args.seed,
-                                     sampler, options, threads) for _ in range(reps)]
+                    try:
+                        runs = [run_once(graph, "cuda" if mode == "gpu" else "cpu", model, args.k, eps, args.seed,
+                                         sampler, options, threads) for _ in range(reps)]
+                    except OutOfMemoryError as exc:  # recorded with the bytes it needed; the next cells still run
+                        cell["out_of_memory"] = str(exc)
+                        log(f"{key} {model} eps {eps} {mode} {sampler} {options}: {exc}")
+                        save()
+                        continue
                     best = sorted(runs, key=lambda r: r["solve"])[len(runs) // 2]
                     cell.update({k2: v for k2, v in best.items() if k2 != "seed_ids"})
                     cell["solve_all"] = [r["solve"] for r in runs]
@@ -220,7 +227,7 @@ def markdown(rep: dict) -> str:
     ]
     for c in rep["cells"]:
         if "error" in c or "solve" not in c:
-            why = c.get("error") or c.get("skipped", "")
+            why = c.get("error") or c.get("out_of_memory") or c.get("skipped", "")
             lines.append(f"| {c['graph']} | {c.get('model', '')} | {c.get('eps', '')} | {c.get('mode', '')} | "
                          f"{c.get('sampler', '')} | {c.get('options', '')} | {why} |  |  |  |  |  |  |  |  |")
             continue
