@@ -208,11 +208,10 @@ def add_sampler_options(parser) -> None:
     parser.add_argument("--sampler", default="auto", metavar="{auto,gim,fused}",
                         help="RR-set sampler: gim (gIM's, one traversal per warp), fused (FuseIM: many traversals "
                              "share one frontier of bit masks) or auto (default): a probe of up to 512 throw-away "
-                             "sets measures the elements per traversal, and IC runs on a GPU where the mean and at least 4 % "
-                             "of the sets reach 64 use "
-                             "fused at width 256, the others gim (H100 measurements, docs/im.md). Both draw "
-                             "the same sets: the choice changes time, never the answer. The result records it "
-                             "(sampler, sampler_choice)")
+                             "sets measures the elements per traversal, and IC runs on a GPU where the mean and "
+                             "at least 4 % of the sets reach 64 use fused at width 256, the others gim (H100 "
+                             "measurements, docs/im.md). Both draw the same sets: the choice changes time, never "
+                             "the answer. The result records it (sampler, sampler_choice)")
     group = parser.add_argument_group("fused sampler (--sampler fused; docs/fuseim.md)")
     group.add_argument("--batch-width", type=parse_batch_width, default=None, metavar="B",
                        help="traversals per batch: 32 | 64 | 128 | 256 (default 64)")

@@ -2,8 +2,8 @@
 
 The two samplers draw the same set for the same key (``docs/fuseim.md``), so the choice changes time,
 never an answer. What decides is the size of a traversal (an RR set of T rounds is T traversals), on the
-mean and on the share of large ones: the fused sampler shares each adjacency-row read among the traversals of a batch that
-reach the vertex, which pays when traversals are large and overlap, and costs its level-synchronous
+mean and on the share of large ones: the fused sampler shares each adjacency-row read among the traversals
+of a batch that reach the vertex, which pays when traversals are large and overlap, and costs its level-synchronous
 steps and mask extraction when they are tiny. Measured on one H100 (``results/reference/fuseim``,
 ``benchmarks/bench_fuseim.py``, the same sets for both samplers): fused at width 256 was 3.9x faster
 at a mean of 235 elements (web-Google size, p = 0.1), 9.7x to 58x for larger sets, 1.0x (width 64-128)
@@ -120,7 +120,7 @@ class SamplerChoice:
     probe_mean_size: float = 0.0  # elements per RR set
     probe_traversal_mean: float = 0.0  # elements per traversal: what the rule compares
     threshold: float = AUTO_MIN_MEAN
-    probe_large_fraction: float = 0.0  # sets of at least `threshold` elements per traversal: compared too
+    probe_large_fraction: float = 0.0  # share of sets of AUTO_MIN_MEAN elements per traversal or more: compared too
     note: str = ""  # why gim runs although the probe's mean reached the threshold (model, backend, no masks fit)
 
     def to_dict(self) -> dict:
