@@ -102,7 +102,6 @@ __device__ __forceinline__ void fz_ring_warp(bool want, int word, int* ring, gc_
     if (want) ring[((gc_i64)start + base + __popc(m & fz_lanemask_lt(lane))) % cap] = word;
 }
 
-// Marks in act the slots that discovered a vertex (skips the atomic when they are marked already).
 // The sum of v over the 32 lanes of a warp (all lanes call it), on every lane: one shared-memory atomic a warp
 // after it, where one a thread made the 64-bit add (a compare-and-swap loop in shared memory) spin.
 __device__ __forceinline__ gc_u64 fz_warp_sum(gc_u64 v) {
@@ -110,6 +109,7 @@ __device__ __forceinline__ gc_u64 fz_warp_sum(gc_u64 v) {
     return v;
 }
 
+// Marks in act the slots that discovered a vertex (skips the atomic when they are marked already).
 __device__ __forceinline__ void fz_mark(unsigned int* act, unsigned fresh) {
     if (fresh & ~*((volatile unsigned int*)act)) atomicOr(act, fresh);
 }
@@ -320,9 +320,10 @@ __device__ __forceinline__ void fz_expand_entry(int g, gc_i64 x, FZ_ENTRY_PARAMS
 #define FZ_GROUP_SMALL 4
 
 // IC, one batch g: the warp expands up to 32 / gs entries at once, entry x (when valid) by the group of
-// gs >= W lanes (FZ_GROUP or FZ_GROUP_SMALL) the calling lane belongs to (all lanes call it). Tiny sets make entries of one or
-// two slots on short rows, so a warp per entry would leave most lanes idle and the level's chain of global
-// accesses would run once per entry. Each group takes its entry's W words (lane k of the group takes word k);
+// gs >= W lanes (FZ_GROUP or FZ_GROUP_SMALL) the calling lane belongs to (all lanes call it). Tiny sets make
+// entries of one or two slots on short rows, so a warp per entry would leave most lanes idle and the level's
+// chain of global accesses would run once per entry. Each group takes its entry's W words (lane k of the group
+// takes word k);
 // a group whose vertex is not skipping and whose row has at most FZ_GROUP_ROW arcs tries them itself (lane k:
 // arcs k, k + gs, ..., each for every word); the other entries then run one after another on the whole warp
 // (fz_expand_taken). The discoveries, counters and list entries are those of one fz_expand_entry per entry.
@@ -458,8 +459,12 @@ __device__ __forceinline__ void fz_expand(const gc_i64* __restrict__ ind, const 
 // Blocks of fz_expand_* one SM holds at once (their registers are capped to fit: left free, ptxas took 78
 // for fz_expand_ic, 3 blocks an SM).
 #define FZ_EXPAND_BLOCKS 4
-extern "C" __global__ void __launch_bounds__(256, FZ_EXPAND_BLOCKS) fz_expand_ic(FZ_EXPAND_PARAMS) { fz_expand<false>(FZ_EXPAND_ARGS); }
-extern "C" __global__ void __launch_bounds__(256, FZ_EXPAND_BLOCKS) fz_expand_lt(FZ_EXPAND_PARAMS) { fz_expand<true>(FZ_EXPAND_ARGS); }
+extern "C" __global__ void __launch_bounds__(256, FZ_EXPAND_BLOCKS) fz_expand_ic(FZ_EXPAND_PARAMS) {
+    fz_expand<false>(FZ_EXPAND_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(256, FZ_EXPAND_BLOCKS) fz_expand_lt(FZ_EXPAND_PARAMS) {
+    fz_expand<true>(FZ_EXPAND_ARGS);
+}
 
 // ---- extraction (fz_decide, fz_extract): grid (X, batches), FZ_THREADS threads ----------------------
 
