@@ -167,7 +167,8 @@ def test_resident_pool_growth_resumes_every_batch(graphs, model):
 @pytest.mark.parametrize("entries", [2, 1024])
 def test_resident_frontier_lists_and_their_overflow(graphs, model, entries):
     """The resident mapping expands the levels listed in its shared frontier lists; a list too small for a
-    level makes the next level find its pending vertices in the ring, and the sets stay the same."""
+    level makes the next level find its pending vertices in the ring, and the sets stay the same. (Rows of
+    about 30 arcs: IC levels queue their entries for whole warps, a 2-entry queue overflowing in most levels.)"""
     g = graphs["dense"]
     want = engine_sets(CPUSampler(g, model, 1, 4, CPU), 0, 300)
     eng = emulated_fused_sampler(g, model, 1, 4, batch_width=32, max_batches=3, mapping="resident",

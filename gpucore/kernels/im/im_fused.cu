@@ -327,7 +327,20 @@ __device__ __forceinline__ void fz_expand_entry(int g, gc_i64 x, FZ_ENTRY_PARAMS
 // a group whose vertex is not skipping and whose row has at most FZ_GROUP_ROW arcs tries them itself (lane k:
 // arcs k, k + gs, ..., each for every word); the other entries then run one after another on the whole warp
 // (fz_expand_taken). The discoveries, counters and list entries are those of one fz_expand_entry per entry.
-__device__ __forceinline__ void fz_expand_groups(int gs, int g, gc_i64 x, bool valid, FZ_ENTRY_PARAMS) {
+// The entries a block's lane groups leave to whole warps (long or skipping rows), queued in shared memory so
+// that every warp of the block takes some (fz_expand_block) instead of the warp whose group met them: n (the
+// count, zero between levels), x[FZ_DEFER] and the W pending words of each, words[8 * FZ_DEFER].
+#ifndef FZ_DEFER  // a test compiles a tiny one
+#define FZ_DEFER 64
+#endif
+struct FzDefer {
+    int* n;
+    gc_i64* x;
+    unsigned* words;
+};
+
+__device__ __forceinline__ void fz_expand_groups(int gs, int g, gc_i64 x, bool valid, const FzDefer& dq,
+                                                 FZ_ENTRY_PARAMS) {
     const gc_i64 nW = n * W;
     const int k = lane & (gs - 1), lead = lane & ~(gs - 1);
     // a vertex listed twice in one warp's entries is taken by the first group only (taking its words in one
@@ -378,7 +391,16 @@ __device__ __forceinline__ void fz_expand_groups(int gs, int g, gc_i64 x, bool v
         }
         if (nlist) fits &= fz_push_warp(push, ((gc_u64)g << 32) | (gc_u64)y, nlist, cap, ncount, lane);
     }
-    for (unsigned rest = __ballot_sync(FZ_FULL, live && !grouped && k == 0); rest; rest &= rest - 1u) {  // uniform
+    // the other entries go to the block's queue; those that do not fit run here, one after another
+    int slot = FZ_DEFER;
+    if (live && !grouped && k == 0) slot = atomicAdd(dq.n, 1);
+    slot = __shfl_sync(FZ_FULL, slot, lead);
+    if (slot < FZ_DEFER) {
+        if (k == 0) dq.x[slot] = x;
+        if (k < W) dq.words[slot * 8 + k] = fr;
+    }
+    for (unsigned rest = __ballot_sync(FZ_FULL, live && !grouped && k == 0 && slot >= FZ_DEFER); rest;
+         rest &= rest - 1u) {  // uniform
         const int q = __ffs(rest) - 1;
         const gc_i64 xq = __shfl_sync(FZ_FULL, x, q);
         const unsigned fq = __shfl_sync(FZ_FULL, fr, q + k);
@@ -388,9 +410,10 @@ __device__ __forceinline__ void fz_expand_groups(int gs, int g, gc_i64 x, bool v
 
 // Expands entries 0 .. count - 1 of batch g, entry e at vertex x_of(e) (a block; all threads call it): LT a
 // warp per entry, IC 32 / FZ_GROUP entries per warp, or 32 / FZ_GROUP_SMALL where there are more entries
-// than that and the masks fit (fz_expand_groups).
+// than that and the masks fit (fz_expand_groups), then the entries the groups queued in dq, a warp each
+// (the warps of a level all wait for its slowest: a warp that met two long rows took both, one after the other).
 template <bool LT, class XOf>
-__device__ __forceinline__ void fz_expand_block(int g, int count, XOf x_of, FZ_ENTRY_PARAMS) {
+__device__ __forceinline__ void fz_expand_block(int g, int count, XOf x_of, const FzDefer& dq, FZ_ENTRY_PARAMS) {
     const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     if (LT) {
         for (int e = warp; e < count; e += warps) fz_expand_entry<true>(g, x_of(e), FZ_ENTRY_ARGS);
@@ -399,8 +422,14 @@ __device__ __forceinline__ void fz_expand_block(int g, int count, XOf x_of, FZ_E
         const int per_warp = 32 / gs;
         for (int e0 = warp * per_warp; e0 < count; e0 += warps * per_warp) {  // uniform per warp
             const int e = e0 + lane / gs;
-            fz_expand_groups(gs, g, e < count ? x_of(e) : 0, e < count, FZ_ENTRY_ARGS);
+            fz_expand_groups(gs, g, e < count ? x_of(e) : 0, e < count, dq, FZ_ENTRY_ARGS);
         }
+        __syncthreads();  // the queue is full
+        const int queued = *dq.n < FZ_DEFER ? *dq.n : FZ_DEFER;
+        for (int i = warp; i < queued; i += warps)
+            fz_expand_taken<false>(g, dq.x[i], lane < W ? dq.words[i * 8 + lane] : 0u, FZ_ENTRY_ARGS);
+        __syncthreads();  // every warp has read its entries
+        if (threadIdx.x == 0) *dq.n = 0;
     }
 }
 
@@ -887,11 +916,16 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
     __shared__ gc_u64 s_lc[2], s_lf[2];  // the lists' counts and FZ_LIST_OVERFLOW flags
     __shared__ unsigned s_act[8];        // act of the batch (a level marks it, decide reads it, extract clears it)
     __shared__ int s_rc;                 // the ring's live count while a level appends to it
+    __shared__ int s_dq_n;               // the whole-warp entries of a level (fz_expand_block)
+    __shared__ gc_i64 s_dq_x[FZ_DEFER];
+    __shared__ unsigned s_dq_w[8 * FZ_DEFER];
     const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.x, 0, 1);
     if (blockDim.x != FZ_THREADS) return;
     const int tid = threadIdx.x, lane = tid & 31, g = b.g;
     if (tid < 4) s_acc[tid] = 0;
     if (tid < 8) s_act[tid] = 0u;
+    if (tid == 0) s_dq_n = 0;
+    const FzDefer dq{&s_dq_n, s_dq_x, s_dq_w};
     int cur = 0;  // the list the next level expands; that level and the loads after it fill list cur ^ 1
     if (tid == 0) {
         s_lc[0] = s_lc[1] = 0;
@@ -921,7 +955,7 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
             const int rstart = start;
             if (!in_ring) {
                 const gc_u64* listing = s_list[cur];
-                fz_expand_block<LT>(g, listed, [&](int e) { return (gc_i64)(listing[e] & 0xffffffffULL); },
+                fz_expand_block<LT>(g, listed, [&](int e) { return (gc_i64)(listing[e] & 0xffffffffULL); }, dq,
                                     FZ_ENTRY_ARGS);
             } else {
                 ring_levels += 1;
@@ -934,7 +968,7 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
                         if (vnxt[word] != 0u) s_pend[atomicAdd(&s_np, 1)] = word;
                     }
                     __syncthreads();
-                    fz_expand_block<LT>(g, s_np, [&](int e) { return (gc_i64)(s_pend[e] / W); }, FZ_ENTRY_ARGS);
+                    fz_expand_block<LT>(g, s_np, [&](int e) { return (gc_i64)(s_pend[e] / W); }, dq, FZ_ENTRY_ARGS);
                     __syncthreads();  // s_pend and s_np are reused
                 }
             }
