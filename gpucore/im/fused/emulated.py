@@ -9,9 +9,10 @@ and run IMM through the registry. Device facts are given (``sms``, ``blocks_per_
 expansion blocks are ``expand_threads`` wide; ``schedule`` (a seed) runs the fused kernels on a random
 interleaving of their threads (preemption at atomics), to shake out races inside a block;
 ``resident_list`` (entries) compiles the resident mapping's shared frontier lists that small
-(``FZ_RESIDENT_LIST``) and its queue of whole-warp entries to 2 (``FZ_DEFER``), so that their overflow paths run; ``poison`` fills every array the driver
-allocates with ``backend.empty`` (and the collections' arrays) with garbage bytes, as uninitialised
-device memory may hold, so that reading one before writing it shows. Blocks run one after another, so
+(``FZ_RESIDENT_LIST``) and its queue of whole-warp entries to 2 (``FZ_DEFER``), so that their overflow
+paths run; ``poison`` fills every array the driver allocates with ``backend.empty`` (and the collections'
+arrays) with garbage bytes, as uninitialised device memory may hold, so that reading one before writing
+it shows. Blocks run one after another, so
 races between blocks are left to ``tests/gpu``; so is what the device compiler may do that g++ does not
 (e.g. keep a load of a ``__restrict__`` array across a ``__syncthreads``). Slow: keep graphs,
 ``max_batches`` and grids small.
