@@ -121,7 +121,7 @@ class SamplerChoice:
     probe_traversal_mean: float = 0.0  # elements per traversal: what the rule compares
     threshold: float = AUTO_MIN_MEAN
     probe_large_fraction: float = 0.0  # share of sets of AUTO_MIN_MEAN elements per traversal or more: compared too
-    note: str = ""  # why gim runs although the probe's mean reached the threshold (model, backend, no masks fit)
+    note: str = ""  # why gim runs although the probe met both conditions (model, backend, no masks fit)
 
     def to_dict(self) -> dict:
         if self.mode != "auto":
