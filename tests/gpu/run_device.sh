@@ -6,7 +6,7 @@
 # bench-difuser (BENCH_DIFUSER_ARGS, GIM=gIM's executable), study-difuser (STUDY_DIFUSER_ARGS), workflow,
 # tests (GPU_TESTS: pytest arguments, e.g. "tests/gpu/test_im_cuda.py -k auto"), tests-dist (every
 # tests/gpu/test_dist*.py: needs two GPUs) and bench-dist (BENCH_DIST_ARGS, e.g. "--parts imm --budget 200").
-# MPI (mpi4py + MPICH) comes from carried wheels in .whl/ when the machine has no mpi4py (docs/multigpu.md).
+# MPI (mpi4py + MPICH) comes from carried wheels in .whl/ when the machine has no mpi4py or no mpiexec (docs/multigpu.md).
 # Each stage must fit the machine's 10-minute command limit; run several in one call when they fit.
 # Wheels for packages the machine lacks (snakemake) travel in .whl/ (carry it).
 set -uo pipefail
@@ -19,14 +19,16 @@ if [[ " $* " == *" workflow "* ]] && [ -d .whl ] && ! python3 -c "import snakema
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}:/tmp/site"
 export PATH="/tmp/site/bin:$PATH"
-if ls .whl/mpi4py-*.whl >/dev/null 2>&1 && ! python3 -c "import mpi4py" 2>/dev/null; then
-  python3 -m pip install -q --no-index --find-links .whl --prefix /tmp/mpi mpi4py mpich >"$OUT/pip-mpi.log" 2>&1 \
+if ls .whl/mpi4py-*.whl >/dev/null 2>&1 && { ! python3 -c "import mpi4py" 2>/dev/null || ! command -v mpiexec >/dev/null; }; then
+  python3 -m pip install -q --ignore-installed --no-index --find-links .whl --prefix /tmp/mpi mpi4py mpich >"$OUT/pip-mpi.log" 2>&1 \
     || echo "mpi wheel install failed (see pip-mpi.log)"
   export PATH="/tmp/mpi/bin:$PATH" LD_LIBRARY_PATH="/tmp/mpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   site=$(find /tmp/mpi -type d -name mpi4py -path "*-packages/*" | head -1)  # the scheme's folder, whichever it is
   PYTHONPATH="$PYTHONPATH:$(dirname "${site:-/tmp/mpi/none/mpi4py}")"
   export PYTHONPATH
 fi
+# Open MPI's mpiexec refuses root (the machine's user) unless told; MPICH ignores these
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 status=0
 run_stage() {
   local name=$1; shift
