@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,9 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal control sequence
 
 
 def find_mpiexec() -> str | None:
@@ -52,7 +56,9 @@ def case(n: int, name: str, *args, script: str = __file__, **kwargs) -> dict:
     """Run case ``name`` of ``script`` (default: this file) on n ranks; the JSON line rank 0 printed."""
     proc = mpirun(n, script, name, *args, **kwargs)
     assert proc.returncode == 0, f"mpiexec -n {n} {name}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    # a library may write a terminal escape to stdout (one did before rank 0's line on the GPU machine, in the sds
+    # solves: ESC[0m); the answer is the JSON line after such codes
+    lines = [line for line in (ANSI.sub("", raw) for raw in proc.stdout.splitlines()) if line.startswith("{")]
     assert len(lines) == 1, f"expected one JSON line from rank 0, got:\n{proc.stdout}"
     return json.loads(lines[0])
 
