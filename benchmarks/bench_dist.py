@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shlex
@@ -227,6 +228,16 @@ def sampler_missing(sampler: str) -> str | None:
     return None if importlib.util.find_spec(module) else f"{module} is not installed"
 
 
+def sds_answer(res) -> dict:
+    """The fields of an sds result that every rank count and policy must reproduce, with the top t as (vertex,
+    score) pairs and their contexts as one SHA-256 (the contexts of 100 tied vertices take megabytes of JSON)."""
+    answer = {key: res[key] for key in SDS_SAME if key != "top"}
+    answer["top"] = [[int(e["vertex"]), int(e["score"])] for e in res["top"]]
+    contexts = json.dumps([e["contexts"] for e in res["top"]], sort_keys=True).encode()
+    answer["contexts_sha256"] = hashlib.sha256(contexts).hexdigest()
+    return answer
+
+
 def run_sds_cell(graph, cell: dict, args, comm) -> dict:
     """One run_sds() of a cell on ``comm``: the answer, the times, the ranks' record (the GPUs' load)."""
     from gpucore.sds import run_sds
@@ -237,7 +248,7 @@ def run_sds_cell(graph, cell: dict, args, comm) -> dict:
     wall = time.perf_counter() - t
     phases = res["seconds_by_phase"]
     return {
-        "answer": {key: res[key] for key in SDS_SAME},
+        "answer": sds_answer(res),
         "solve": res["seconds"],
         "wall_seconds": wall,
         "seconds_by_phase": phases,
