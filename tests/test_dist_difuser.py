@@ -61,6 +61,17 @@ def solve(comm, name, sampling, split, refine, graph=None) -> dict:
 # one process
 
 
+@pytest.mark.parametrize("size,share", [(0, 0.0), (1, 1.0), (7, 0.0), (1000, 0.3), (4096, 1.0)])
+def test_flagged_arcs_are_the_nonzero_flags_in_order(size, share):
+    """The local graph's arcs: ``flagged`` (a scan and a scatter, no CUB count) is ``flatnonzero``."""
+    from gpucore.im.sketch.local import flagged
+
+    flags = (np.random.default_rng(size).random(size) < share).astype(np.uint8) * 3
+    got = flagged(np, flags)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.flatnonzero(flags))
+
+
 @pytest.mark.parametrize("fasst", [True, False])
 def test_splits_deal_every_world_once_in_their_order(fasst):
     from gpucore.im.sketch.hashing import world_draws, world_numbers
