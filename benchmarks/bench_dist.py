@@ -527,7 +527,8 @@ def markdown(rep: dict) -> str:
     where = ", ".join(f"rank {r}: device {d.get('device_id', '-')}" for r, d in enumerate(widest))
     pr = rep["parameters"]
     lines = [
-        "# Several GPUs: IMM, structural diversity search and DiFuseR on 1 and 2 GPUs (issue 17)",
+        f"# Several GPUs: IMM, structural diversity search and DiFuseR on {', '.join(map(str, counts))} GPUs "
+        "(issues 17 and 18)",
         "",
         f"- date: {rep['date']}; commit: {rep['commit']}",
         f"- device: {dev.get('device', dev.get('backend'))} ({where}; CuPy {dev.get('cupy', '-')}); "
