@@ -4,11 +4,15 @@
     python3 benchmarks/bench_difuser.py OUT [--graphs youtube,pokec,livejournal,orkut]
         [--settings p005,p01,p1,n005,u01] [--parts difuser,imm] [--samplings xor,keyed] [--refines 32]
         [--mappings warp,block] [--budget 540] [--k 50] [--registers 1024] [--imm-eps 0.5] [--oracle-runs 2000]
-        [--custom NODES,EDGES[,undirected]] [--gim PATH/TO/gIM]
+        [--custom NODES,EDGES[,undirected]] [--generator pa|rmat] [--gim PATH/TO/gIM]
 
 Graphs: generated stand-ins of the sizes of the paper's YouTube, Pokec, LiveJournal and Orkut (SNAP's
 n and m; YouTube and Orkut undirected, both arcs stored), preferential-attachment graphs with seed 1
-and reciprocity 0.3 (``gpucore.graph.generators``), built in memory (no text files) once per call;
+and reciprocity 0.3 (``gpucore.graph.generators``), or with ``--generator rmat`` R-MAT graphs (seed 1,
+a = 0.57, b = c = 0.19): PA's hubs are mild (at YouTube size the largest in-degree is 912 and a reverse
+traversal at p = 0.1 holds 3 vertices on average), R-MAT's are not (15,369; about 24,000 on average over
+300 traversals, 15 % of them large, up to 160,000), which is the regime of the paper's real graphs (its YouTube spread at p = 0.1 is
+131,365); built in memory (no text files) once per call;
 ``--custom`` adds one more (the largest graph that fits is found by trying sizes). Weight settings
 (the paper's section 5): constant 0.005, 0.01, 0.1; N(0.05, 0.025) clipped to [0, 1]; U(0, 0.1),
 drawn by ``gpucore.graph.weights`` with seed 1.
@@ -46,7 +50,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_common import cpu_facts, git_commit  # noqa: E402
 
-GRAPHS = {
+GRAPHS = {  # the title's generator name is --generator's
     "youtube": {"title": "YouTube-size PA", "nodes": 1_134_890, "edges": 2_987_624, "undirected": True},
     "pokec": {"title": "Pokec-size PA", "nodes": 1_632_803, "edges": 30_622_564, "undirected": False},
     "livejournal": {"title": "LiveJournal-size PA", "nodes": 4_847_571, "edges": 68_993_773, "undirected": False},
@@ -75,14 +79,18 @@ def log(msg: str) -> None:
     print(f"[bench_difuser {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def standin_csr(nodes: int, edges: int, undirected: bool):
-    """Both CSRs of a PA graph (seed 1, reciprocity 0.3), canonical as after preprocessing."""
+#: --generator: the stand-ins' model and its options (``gpucore.graph.generators``)
+GENERATORS = {"pa": {"reciprocity": 0.3}, "rmat": {}}
+
+
+def standin_csr(nodes: int, edges: int, undirected: bool, generator: str = "pa"):
+    """Both CSRs of a stand-in (``generator``, seed 1), canonical as after preprocessing."""
     import numpy as np
 
     from gpucore.graph.csr import build_csr
     from gpucore.graph.generators import generate
 
-    src, dst = generate("pa", nodes, edges, seed=1, reciprocity=0.3)
+    src, dst = generate(generator, nodes, edges, seed=1, **GENERATORS[generator])
     csr = build_csr(src.astype(np.int32), dst.astype(np.int32), nodes, undirected)
     del src, dst
     return csr
@@ -123,6 +131,9 @@ def main(argv=None) -> int:
     p.add_argument("--imm-eps", type=float, default=0.5)
     p.add_argument("--oracle-runs", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--generator", default="pa", choices=tuple(GENERATORS),
+                   help="the stand-ins' model: pa (preferential attachment, reciprocity 0.3) or rmat (R-MAT, "
+                        "a = 0.57, b = c = 0.19: hubs of far higher degree, so spreads nearer the real graphs')")
     p.add_argument("--custom", default=None, help="NODES,EDGES[,undirected]: one more PA graph ('custom')")
     p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"), help="cpu: a smoke test of this script")
     args = p.parse_args(argv)
@@ -142,17 +153,18 @@ def main(argv=None) -> int:
     if be == "cuda" and not cuda_available():
         log("no CUDA device: nothing to measure (--backend cpu runs a smoke test)")
         return 2
-    graphs = dict(GRAPHS)
+    name = args.generator.upper() if args.generator == "pa" else "R-MAT"
+    graphs = {key: {**spec, "title": spec["title"].replace("PA", name)} for key, spec in GRAPHS.items()}
     if args.custom:
         parts = args.custom.split(",")
-        graphs["custom"] = {"title": f"PA {int(parts[0]):,} / {int(parts[1]):,}", "nodes": int(parts[0]),
+        graphs["custom"] = {"title": f"{name} {int(parts[0]):,} / {int(parts[1]):,}", "nodes": int(parts[0]),
                             "edges": int(parts[1]), "undirected": len(parts) > 2 and parts[2] == "undirected"}
     report = {
         "benchmark": "bench_difuser", "issue": 15, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "commit": git_commit(), "device": get_backend(be).device_info(), "host": cpu_facts(),
         "parameters": {k: getattr(args, k) for k in ("k", "registers", "rebuild_threshold", "imm_eps",
                                                      "oracle_runs", "seed", "samplings", "refines", "mappings",
-                                                     "parts", "gim")},
+                                                     "parts", "gim", "generator")},
         "cells": [],
     }
     solvers = [s.strip() for s in args.parts.split(",") if s.strip()] + (["gim"] if args.gim else [])
@@ -181,7 +193,7 @@ def main(argv=None) -> int:
             report["cells"].append({"graph": key, "skipped": f"{max(0.0, remaining()):.0f}s left"})
             continue
         t = time.perf_counter()
-        csr = standin_csr(spec["nodes"], spec["edges"], spec["undirected"])
+        csr = standin_csr(spec["nodes"], spec["edges"], spec["undirected"], args.generator)
         log(f"built {key}: n={csr.n:,} m={csr.m:,} in {time.perf_counter() - t:.1f}s")
         longest: dict[str, float] = {}
         for setting in [s.strip() for s in args.settings.split(",") if s.strip()]:

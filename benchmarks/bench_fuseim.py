@@ -30,7 +30,13 @@ frontier memory on the BS-size graph at width 32); ``heuristics`` (on the TC-siz
 of --graphs, at p in --heuristic-probs and width 64: sorted vs unsorted sources, tail refill vs
 none, vertex order none / rcm / community: time, occupancy, edge reads, reorder seconds).
 
---budget: a cell is started only if its unfused run, projected from the unfused pilot, fits in what is
+--unfused-once, for cells whose unfused calls are latency-bound (the LJ-size graph at p >= 0.2: one set of
+4 million elements on one warp takes 85-105 s, whatever the number of sets in the call, so a pilot costs as much
+as the run): the unfused sampler is warmed up on the graph's weighted-cascade probabilities (the same kernels,
+tiny sets) and timed once on --min-sets sets, which also give the mean size.
+
+--budget: a cell is started only if its unfused run, projected from the unfused pilot (under --unfused-once:
+the previous cell's unfused time), fits in what is
 left, and each fused run only if twice its own pilot's rate fits; the rest are skipped and marked so,
 never cut. Writes OUT/bench_fuseim.json, OUT/bench_fuseim.md and the figures, with device, date and
 commit (GPUCORE_COMMIT where there is no .git).
@@ -117,27 +123,41 @@ def timed_runs(sampler, count: int, mean: float, reps: int, cap: float):
         coll.release()
 
 
-def run_cell(graph, prob: str, widths, args, be, remaining, variants=None) -> dict:
-    """One (graph, p) cell: unfused + fused at each width (or each option variant at width 64)."""
+def run_cell(graph, prob: str, widths, args, be, remaining, variants=None, last=None) -> dict:
+    """One (graph, p) cell: unfused + fused at each width (or each option variant at width 64). ``last`` (a dict)
+    carries the previous cell's unfused seconds from one cell to the next under --unfused-once."""
     from gpucore.im.engine import make_sampler
 
+    last = {} if last is None else last
     g = with_probability(graph, prob)
     cell = {"prob": prob}
     t = time.perf_counter()
     unfused = make_sampler(g, "IC", 1, args.seed, be, "gim")
     cell["unfused_setup_seconds"] = time.perf_counter() - t
-    pilot_u, coll = timed_sample(unfused, args.pilot, 0.0, j0=1 << 30)
-    mean, per_set = coll.mean_size, pilot_u / args.pilot
-    coll.release()
-    count = int(max(args.min_sets, min(args.sets, args.max_elements // max(mean, 1.0))))
     configs = variants or configurations(widths, args.mappings.split(","))
-    projected = per_set * count  # the unfused run; each fused run is projected from its own pilot below
-    cell.update({"sets": count, "mean_size": mean, "projected_seconds": projected})
+    if args.unfused_once:  # latency-bound cells: no pilot, one timed call (module docstring)
+        warm = make_sampler(graph, "IC", 1, args.seed, be, "gim")  # the graph's weighted cascade: tiny sets
+        timed_sample(warm, args.pilot, 0.0, j0=1 << 30)[1].release()
+        del warm
+        count, projected = args.min_sets, float(last.get("unfused_seconds", 0.0))
+        cell.update({"sets": count, "projected_seconds": projected, "unfused_once": True})
+    else:
+        pilot_u, coll = timed_sample(unfused, args.pilot, 0.0, j0=1 << 30)
+        mean, per_set = coll.mean_size, pilot_u / args.pilot
+        coll.release()
+        count = int(max(args.min_sets, min(args.sets, args.max_elements // max(mean, 1.0))))
+        projected = per_set * count  # the unfused run; each fused run is projected from its own pilot below
+        cell.update({"sets": count, "mean_size": mean, "projected_seconds": projected})
     if projected > remaining():
         cell["skipped"] = f"projected {projected:.0f}s exceeds the remaining budget {max(0.0, remaining()):.0f}s"
         del unfused
         return cell
-    secs, runs, coll = timed_runs(unfused, count, mean, args.reps, args.reps_seconds)
+    if args.unfused_once:
+        secs, runs, coll = timed_runs(unfused, count, 0.0, 1, 0.0)
+        mean = cell["mean_size"] = coll.mean_size
+        last["unfused_seconds"] = secs
+    else:
+        secs, runs, coll = timed_runs(unfused, count, mean, args.reps, args.reps_seconds)
     want = fingerprint(coll)
     cell["unfused"] = {"seconds": secs, "seconds_runs": runs, "elements": int(coll.total),
                        "frontier_bytes": int(unfused.reservoirs.nbytes + unfused.stages.nbytes),
@@ -203,6 +223,9 @@ def main(argv=None) -> int:
                                                              "size and the time projections)")
     p.add_argument("--reps", type=int, default=5, help="timed calls per sampler and cell (the median counts)")
     p.add_argument("--reps-seconds", type=float, default=2.0, help="no further call once the calls took this long")
+    p.add_argument("--unfused-once", action="store_true",
+                   help="latency-bound cells: the unfused sampler warmed up on weighted cascade and timed in one call "
+                        "of --min-sets sets (no pilot); the budget check uses the previous cell's unfused time")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", type=float, default=540.0, help="seconds; cells that do not fit are skipped")
     p.add_argument("--cache", default=GRAPH_CACHE)
@@ -251,10 +274,11 @@ def main(argv=None) -> int:
             log(f"{key}: cannot build ({exc})")
             report["sweep"].append({"graph": key, "error": str(exc)})
     if "sweep" in parts:
+        last = {}
         for key, graph in graphs.items():
             for prob in probs:
                 log(f"{key} p={prob}: {remaining():.0f}s of budget left")
-                cell = run_cell(graph, prob, widths, args, be, remaining)
+                cell = run_cell(graph, prob, widths, args, be, remaining, last=last)
                 cell.update({"graph": key, "title": GRAPHS[key]["title"], "n": graph.n, "m": graph.m})
                 report["sweep"].append(cell)
                 if "skipped" in cell:
