@@ -181,9 +181,9 @@ def main(argv=None) -> int:
         (out / "bench_difuser.md").write_text(markdown(report))
 
     tiny = from_arcs(64, list(range(63)), list(range(1, 64)), 0.5)  # warm-up: compile every kernel once
-    for sampling in samplings:
+    for sampling in samplings:  # at the cells' J: arrays sized by the worlds then have their size already
         for mapping in mappings:
-            difuser(tiny, 2, registers=64, sampling=sampling, mapping=mapping, backend=be)
+            difuser(tiny, 2, registers=args.registers, sampling=sampling, mapping=mapping, backend=be)
     imm(tiny, 2, 0.5, "IC", backend=be)
     spread(tiny, [0], "IC", runs=10, backend=be)
 

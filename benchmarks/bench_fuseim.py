@@ -419,8 +419,8 @@ def markdown(rep: dict) -> str:
             lines.append(f"| {c['graph']} | error: {c['error']} |")
             continue
         if "skipped" in c:
-            lines.append(f"| {c['graph']} | {c['prob']} | {c['sets']:,} | {c['mean_size']:.1f} | skipped: "
-                         f"{c['skipped']} |")
+            mean = f"{c['mean_size']:.1f}" if "mean_size" in c else "-"  # --unfused-once learns it from the run
+            lines.append(f"| {c['graph']} | {c['prob']} | {c['sets']:,} | {mean} | skipped: {c['skipped']} |")
             continue
         done = measured(c)
         cells = [f"{_secs(done[w]['seconds'])} ({done[w]['speedup']:.2f}x{_resident_mark(done[w])})" if w in done

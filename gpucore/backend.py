@@ -214,3 +214,14 @@ def set_cpu_threads(threads: int | None) -> None:
     if threads < 1:
         raise GpucoreError(f"--threads must be >= 1, got {threads}")
     numba.set_num_threads(min(int(threads), numba.config.NUMBA_NUM_THREADS))
+
+
+def scan_total(values) -> int:
+    """The sum of ``values`` (booleans count 1) as a Python int, read off the last element of an int64
+    inclusive scan. Not ``.sum()``, ``.any()``, ``.all()`` or ``count_nonzero``: CuPy runs those through CUB
+    reductions that it compiles per size class of the input, so a warm-up on a small input does not cover a
+    large one, and a first solve compiled inside its timed phases (seconds in a fresh kernel cache); the scan
+    is one kernel per dtype. ``values``: a NumPy or CuPy array."""
+    if values.size == 0:
+        return 0
+    return int(values.reshape(-1).cumsum(dtype=np.int64)[-1])

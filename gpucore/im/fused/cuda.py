@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpucore.backend import scan_total
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.cuda import CUDASamplerBase
 from gpucore.im.fused.batching import FusedOptions, pieces
@@ -241,9 +242,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
             traverse(used, j_begin, total, int(sort), order, trav_start, trav_size)
         st.add("resident_pieces", int(resident))
         st.add("sorted_pieces", int(sort))
-        # a scan, not count_nonzero: CuPy builds its CUB reduction per size class of the input, so a large
-        # piece compiled one inside the timed phase (seconds, in a fresh cache); the scan's kernel is one
-        if int(xp.cumsum(trav_size < 0, dtype=np.int64)[-1]):
+        if scan_total(trav_size < 0):  # not count_nonzero: a large piece compiled it inside the phase
             raise RuntimeError("fz_extract left traversals unfinished (internal error)")
         self._clean = True
         st.add_kernel_counters(be.to_host(self.counters))

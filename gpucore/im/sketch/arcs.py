@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from gpucore.backend import scan_total
 from gpucore.errors import GpucoreError
 from gpucore.im.sketch.hashing import HASH_BITS, edge_hash
 
@@ -29,9 +30,9 @@ THRESHOLD_ONE = 1 << HASH_BITS
 
 def check_probabilities(prob, where: str) -> None:
     """One-line GpucoreError when an edge probability is not a number in [0, 1] (NumPy or CuPy array)."""
-    ok = (prob >= 0.0) & (prob <= 1.0)  # NaN fails both
-    if not bool(ok.all()):
-        bad = prob[~ok]
+    bad_mask = ~((prob >= 0.0) & (prob <= 1.0))  # NaN fails both
+    if scan_total(bad_mask):  # not ok.all(): a CuPy reduction compiles per size class
+        bad = prob[bad_mask]
         raise GpucoreError(f"{where}: edge probability {float(bad[0])!r} outside [0, 1] "
                            f"({int(bad.size):,} arcs); DiFuseR needs IC weights in [0, 1]")
 

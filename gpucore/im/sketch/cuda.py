@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpucore.backend import scan_total
 from gpucore.errors import GpucoreError
 from gpucore.im.sketch.arcs import thresholds
 from gpucore.im.sketch.hashing import murmur_seed
@@ -206,7 +207,7 @@ class CUDAEngine:
 
     def scores(self, table):
         out = self.backend.empty((self.n,), np.int64, what="vertex scores")
-        own = np.int32(1 if bool((table[1] != 0).any()) else 0)
+        own = np.int32(1 if scan_total(table[1] != 0) else 0)
         grid = (int(max(1, min(self.n, self.blocks))),)
         for i, (j0, width) in enumerate(self.slices):
             self.k_score(grid, (width,), (self._flat, _i64(self.n), _i64(self.worlds), _i64(j0), self.register_keys,

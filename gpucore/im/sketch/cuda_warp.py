@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpucore.backend import scan_total
 from gpucore.errors import GpucoreError
 from gpucore.im.sketch.cuda import CUDAEngine, _i64
 
@@ -172,7 +173,7 @@ class WarpEngine(CUDAEngine):
                 out[i] = self._scalar(self.gain)
             else:
                 done = ((self.done[:, None] >> xp.arange(32, dtype=xp.uint32)) & 1).reshape(-1).astype(bool)
-                out[i] = int(xp.where(done, anchor_counts, self.counts).sum())
+                out[i] = scan_total(xp.where(done, anchor_counts, self.counts))
         return be.asarray(out, what="gains")
 
     def _probe(self, v: int, anchor: int) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from gpucore.backend import scan_total
 from gpucore.im.sketch.hashing import live
 
 
@@ -63,7 +64,7 @@ def flagged(xp, flags):
     against 0.54 s with this scan and 0.15 s in a second solve)."""
     mask = flags != 0
     pos = xp.cumsum(mask, dtype=xp.int64)
-    total = int(pos[-1]) if pos.shape[0] else 0
+    total = int(pos[-1]) if pos.shape[0] else 0  # the scan's last element (gpucore.backend.scan_total)
     out = xp.empty(total + 1, dtype=xp.int64)  # slot `total` takes the unflagged indices
     out[xp.where(mask, pos - 1, total)] = xp.arange(flags.shape[0], dtype=xp.int64)
     return out[:total]
@@ -79,7 +80,6 @@ def compact(xp, n: int, indptr, dst, thr, hashes, keyed: bool, flags, id_dtype) 
     touched = xp.zeros(n, dtype=xp.bool_)
     touched[local_dst] = True
     touched |= local_indptr[1:] > local_indptr[:-1]
-    # a scan, not touched.sum(): CuPy compiles its CUB reduction per size class of the input, which
-    # cost a first solve about 10 s at YouTube size (a warm-up on a small graph compiles another class)
-    vertices = int(xp.cumsum(touched, dtype=xp.int64)[-1]) if n else 0
+    # not touched.sum() (scan_total: a first solve at YouTube size compiled that reduction for about 10 s)
+    vertices = scan_total(touched)
     return LocalArcs(local_indptr, local_dst, thr[kept], words, int(kept.shape[0]), vertices)
