@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gpucore import backend as backend_mod
-from gpucore.backend import get_backend, set_cpu_threads
+from gpucore.backend import get_backend, scan_total, set_cpu_threads
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 
 
@@ -64,3 +64,13 @@ def test_format_bytes():
 def test_set_cpu_threads_rejects_zero():
     with pytest.raises(GpucoreError, match="--threads"):
         set_cpu_threads(0)
+
+
+def test_scan_total_is_the_sum():
+    rng = np.random.default_rng(3)
+    flags = rng.random((7, 11)) < 0.3
+    assert scan_total(flags) == int(flags.sum())
+    counts = rng.integers(0, 2**40, size=1000, dtype=np.uint64)
+    assert scan_total(counts) == int(counts.sum(dtype=np.uint64))
+    assert scan_total(np.zeros(0, dtype=bool)) == 0
+    assert scan_total(np.array([False])) == 0
