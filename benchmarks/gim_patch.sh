@@ -3,8 +3,8 @@
 # constants, so that gIM can run the large-spread cells of issue 15's Table 3; no algorithm changes:
 #   1. its RR-set store: gIM sizes it at 90 % of free device memory, in uint32 entries, and hands that size
 #      to its sampling kernel as a uint32 (max_rr_offset), which keeps it modulo 2^32: on an H200 the
-#      kernel thinks about 1.2 G entries fit; on an H100 about 0.3 G. A set past that bound is dropped
-#      silently. The patched store holds at most 0xF0000000 entries, all of which its 32-bit offsets can
+#      kernel thinks about 1.2 G entries fit (how many depends on free memory). A set that ends past that
+#      bound is counted but never written, and its warp stops. The patched store holds at most 0xF0000000 entries, all of which its 32-bit offsets can
 #      address (the margin keeps offset + size below 2^32);
 #   2. its device malloc heap, from which each sampling warp chains 2 KB chunks while its set grows
 #      (128 MiB: "Heap size on GPU is too small!" once about 4,000 warps hold sets of 30,000 entries);
