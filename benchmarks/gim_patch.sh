@@ -4,8 +4,8 @@
 #   1. its RR-set store: gIM sizes it at 90 % of free device memory, in uint32 entries, and hands that size
 #      to its sampling kernel as a uint32 (max_rr_offset), which keeps it modulo 2^32: on an H200 the
 #      kernel thinks about 1.2 G entries fit (how many depends on free memory). A set that ends past that
-#      bound is counted but never written, and its warp stops. The patched store holds at most 0xF0000000 entries, all of which its 32-bit offsets can
-#      address (the margin keeps offset + size below 2^32);
+#      bound is counted but never written, and its warp stops. The patched store holds at most 0xF0000000
+#      entries, all of which its 32-bit offsets can address (the margin keeps offset + size below 2^32);
 #   2. its device malloc heap, from which each sampling warp chains 2 KB chunks while its set grows
 #      (128 MiB: "Heap size on GPU is too small!" once about 4,000 warps hold sets of 30,000 entries);
 #   3. MAX_NUMBER_OF_RR_SETS, its compiled bound on the sets one IMM phase may ask for (30 M).
