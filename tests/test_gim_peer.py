@@ -116,3 +116,51 @@ def test_bench_difuser_gim_column_equals_imm_through_the_text(tmp_path, fake_gim
     assert not (out / "gim-input.txt").exists()
     md = (out / "bench_difuser.md").read_text()
     assert md.count("| gim |") == 2 and "speedup vs gIM" in md
+
+
+def test_bench_difuser_rmat_stand_ins(tmp_path):
+    """--generator rmat: the cells run on R-MAT graphs (far larger hubs than PA's of the same size), and say so."""
+    pa = bench_difuser.standin_csr(20_000, 80_000, True, "pa")
+    rmat = bench_difuser.standin_csr(20_000, 80_000, True, "rmat")
+    assert np.diff(rmat.in_indptr).max() > 4 * np.diff(pa.in_indptr).max()
+    out = tmp_path / "out"
+    rc = bench_difuser.main([str(out), "--backend", "cpu", "--graphs", "custom", "--custom", "3000,12000,undirected",
+                             "--generator", "rmat", "--settings", "p1", "--parts", "imm", "--k", "5",
+                             "--oracle-runs", "100", "--budget", "600"])
+    assert rc == 0
+    rep = json.loads((out / "bench_difuser.json").read_text())
+    assert rep["parameters"]["generator"] == "rmat"
+    (cell,) = [c for c in rep["cells"] if c.get("setting")]
+    assert cell["title"].startswith("R-MAT") and cell["imm"]["oracle"] > 0
+    assert "| R-MAT 3,000 / 12,000 |" in (out / "bench_difuser.md").read_text()
+
+
+GIM_IM_CU = """    size_t heap_size = 1024ULL*1024UL*128UL;
+    cudaDeviceSetLimit(cudaLimitMallocHeapSize, heap_size);
+    d_rr_sets = thrust::device_vector<uint32_t>((l_free/sizeof(uint32_t)/10)*9, 0);
+"""
+
+
+def test_gim_patch_changes_the_three_constants(tmp_path):
+    """benchmarks/gim_patch.sh on a tree with gIM's lines: each is replaced; on other sources it stops, leaving
+    nothing behind."""
+    import subprocess
+
+    src = tmp_path / "gim"
+    src.mkdir()
+    (src / "IM.cu").write_text("// gIM\n" + GIM_IM_CU)
+    (src / "IM.h").write_text("#define MAX_NUMBER_OF_RR_SETS 30000000\n")
+    dst = tmp_path / "patched"
+    run = subprocess.run(["bash", str(REPO / "benchmarks" / "gim_patch.sh"), str(src), str(dst), "8", "1000"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    cu, h = (dst / "IM.cu").read_text(), (dst / "IM.h").read_text()
+    assert "size_t heap_size = 8ULL*1024ULL*1024ULL*1024ULL;" in cu
+    assert "(l_free/sizeof(uint32_t)/10)*9 < 0xF0000000ULL ? (l_free/sizeof(uint32_t)/10)*9 : 0xF0000000ULL" in cu
+    assert "#define MAX_NUMBER_OF_RR_SETS 1000 " in h
+    assert (src / "IM.cu").read_text() == "// gIM\n" + GIM_IM_CU  # the source is left as it was
+    (src / "IM.h").write_text("#define MAX_NUMBER_OF_RR_SETS 40000000\n")  # not the version it knows
+    other = tmp_path / "other"
+    run = subprocess.run(["bash", str(REPO / "benchmarks" / "gim_patch.sh"), str(src), str(other)],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and "MAX_NUMBER_OF_RR_SETS not found" in run.stderr and not other.exists()
