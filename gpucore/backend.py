@@ -221,7 +221,10 @@ def scan_total(values) -> int:
     inclusive scan. Not ``.sum()``, ``.any()``, ``.all()`` or ``count_nonzero``: CuPy runs those through CUB
     reductions that it compiles per size class of the input, so a warm-up on a small input does not cover a
     large one, and a first solve compiled inside its timed phases (seconds in a fresh kernel cache); the scan
-    is one kernel per dtype. ``values``: a NumPy or CuPy array."""
+    is one kernel per dtype (its int64 buffer is no larger than what ``flagged`` already takes in the same phase).
+    ``values``: a NumPy or CuPy array; NumPy sums directly, without the scan's buffer."""
+    if isinstance(values, np.ndarray):
+        return int(values.sum(dtype=np.int64))
     if values.size == 0:
         return 0
     return int(values.reshape(-1).cumsum(dtype=np.int64)[-1])

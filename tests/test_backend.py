@@ -74,3 +74,23 @@ def test_scan_total_is_the_sum():
     assert scan_total(counts) == int(counts.sum(dtype=np.uint64))
     assert scan_total(np.zeros(0, dtype=bool)) == 0
     assert scan_total(np.array([False])) == 0
+
+
+class _DeviceLike:
+    """An array that is not a NumPy array (as a CuPy one): scan_total takes the scan path."""
+
+    def __init__(self, a):
+        self.a = np.asarray(a)
+        self.size = self.a.size
+
+    def reshape(self, *shape):
+        return _DeviceLike(self.a.reshape(*shape))
+
+    def cumsum(self, dtype=None):
+        return self.a.cumsum(dtype=dtype)
+
+
+def test_scan_total_scan_path_is_the_sum():
+    flags = np.random.default_rng(4).random((5, 9)) < 0.4
+    assert scan_total(_DeviceLike(flags)) == int(flags.sum())
+    assert scan_total(_DeviceLike(np.zeros(0, dtype=bool))) == 0
