@@ -9,7 +9,9 @@ the fused sampler's own passes over an explicit dispatch order (its kernels take
 the short traversals (resident and level mappings), the long ones (level mapping, each width) and the long
 ones again with gim's list mode. Every pass's set sizes are checked against the unfused ones. The question is
 whether setting the long traversals aside, to run them apart from the short ones, can make the fused sampler
-faster than the unfused one in such calls, and how it should run them. Prints one line a measurement.
+faster than the unfused one in such calls, and how it should run them: the team pass (a block per traversal,
+``fz_team_ic``) times the long ones alone, and the whole fused call is timed with and without eviction (the
+batches hand their long-running traversals to the team pass). Prints one line a measurement.
 """
 
 from __future__ import annotations
@@ -55,6 +57,20 @@ def fused_pass(eng, count, ids, elements, resident):
     run = eng._traverse_resident if resident else eng._traverse_levels
     run(used, 0, total, 1, ids, trav_start, trav_size)
     eng._clean = True
+    return trav_size
+
+
+def team_pass(eng, count, ids, elements):
+    """The fused sampler's team pass (a block per traversal, ``fz_team_ic``) over traversals ``ids`` (device
+    int64) of a piece of ``count`` sets; returns the set sizes of the piece (-1: not run)."""
+    be = eng.backend
+    trav_start = be.empty((count,), np.int64, what="starts")
+    trav_size = be.empty((count,), np.int32, what="sizes")
+    trav_size.fill(-1)
+    eng.pool = be.empty((int(elements * 1.3) + 4096,), np.int32, what="pool")
+    eng.ctl.fill(0)
+    eng.counters.fill(0)
+    eng._team(ids, 0, trav_start, trav_size)
     return trav_size
 
 
@@ -133,9 +149,19 @@ def main() -> None:
         top_ids = be.asarray(by_size[:top].astype(np.int64), what="ids")
         e_top = int(sizes[top_sel].sum())
         for width in (int(w) for w in args.widths.split(",")):
-            eng = make_sampler(g, "IC", 1, 0, be, "fused", batch_width=width)
+            eng = make_sampler(g, "IC", 1, 0, be, "fused", batch_width=width, evict="never")
             secs_f, _ = clock(be, lambda: whole(eng, sizes.mean()), 1)
-            line = [f"  B={width} (G={eng.batches}): fused whole call {secs_f * 1e3:.1f} ms"]
+            del eng
+            eng = make_sampler(g, "IC", 1, 0, be, "fused", batch_width=width)  # evict="auto"
+            secs_e, _ = clock(be, lambda: whole(eng, sizes.mean()), args.reps)
+            eng.reset_stats()
+            whole(eng, sizes.mean())
+            st = eng.stats()
+            line = [f"  B={width} (G={eng.batches}): fused whole call {secs_f * 1e3:.1f} ms without eviction, "
+                    f"{secs_e * 1e3:.1f} ms with ({st['evicted']} evicted, {secs / secs_e:.2f}x gim)"]
+            part, got = clock(be, lambda: team_pass(eng, count, long_ids, e_long), args.reps)
+            ok = np.array_equal(be.to_host(got)[large], sizes[large])
+            line.append(f"long team pass {part * 1e3:.1f} ms{'' if ok else ' (DIFFERENT)'}")
             for label, ids, e, sel, resident in (("short resident", short_ids, e_short, ~large, True),
                                                  ("short level", short_ids, e_short, ~large, False),
                                                  ("long level", long_ids, e_long, large, False),

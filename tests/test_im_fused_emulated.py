@@ -265,6 +265,65 @@ def test_imm_identical_cpu_and_emulated_cuda(graphs, model, rounds, mapping, mon
     assert got["sampler_stats"]["backend"] == "cuda"
 
 
+@pytest.mark.parametrize("rounds", [1, 2])
+@pytest.mark.parametrize("width", [32, 64, 256])
+def test_evicted_traversals_rerun_by_the_team_pass(width, rounds):
+    """Level-mapping batches evict their long-running traversals (every one old after one extraction, any
+    number of them at once) and the team pass runs each again from its root: the unfused sets, on a PA graph
+    where a minority of the sets is large and on the hubs graph (skipping rows and rows too long for one
+    thread, which the team pass hands to whole warps); garbage in every uninitialised array, the batches and
+    the team's bitmaps clean afterwards."""
+    for g, count in ((pa_graph(2000, 20_000, seed=12, prob=0.1), 420), (hubs_graph(), 300)):
+        want = engine_sets(CPUSampler(g, "IC", rounds, 3, CPU), 5, count)
+        eng = emulated_fused_sampler(g, "IC", rounds, 3, sms=4, poison=True, max_batches=1, batch_width=width,
+                                     levels_per_sync=2, mapping="level", evict="always", evict_after=1,
+                                     evict_most=width)
+        same(want, engine_sets(eng, 5, count, batch=count - 60))
+        assert_clean(eng)
+        s = eng.stats()
+        assert s["traversals"] == count * rounds
+        if g.n == 306 and width == 256:  # the hubs graph's sets are alike: its 256 slots end together
+            continue
+        assert s["evicted"] > 0 and not eng.team_bitmaps.any()
+
+
+def test_team_pass_alone_with_pool_growth():
+    """The team pass over every traversal of a call, into a pool of 16 entries: launches on ever larger pools
+    until every set is written, each the unfused one; one team block and many."""
+    g = pa_graph(2000, 20_000, seed=12, prob=0.1)
+    want = canonical(*engine_sets(CPUSampler(g, "IC", 1, 3, CPU), 0, 200))
+    for sms in (1, 4):
+        eng = emulated_fused_sampler(g, "IC", 1, 3, sms=sms, max_batches=1, batch_width=32, poison=True)
+        starts, sizes = np.empty(200, np.int64), np.full(200, -1, np.int32)
+        eng.pool, eng.team_blocks = np.empty(16, np.int32), 0
+        eng.ctl.fill(0)
+        eng.counters.fill(0)
+        eng._team(np.arange(200, dtype=np.int64), 0, starts, sizes)
+        offsets = np.concatenate(([0], np.cumsum(sizes)))
+        nodes = np.concatenate([eng.pool[a : a + z] for a, z in zip(starts, sizes)])
+        got = canonical(offsets, nodes)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert eng._stats.counts["regrowths"] >= 2 and not eng.team_bitmaps.any()
+
+
+def test_eviction_auto_only_where_traversals_are_a_small_share():
+    """auto evicts in level pieces whose expected traversal is below EVICT_BELOW x n; never for LT (the team
+    pass is IC's); the option is checked."""
+    from gpucore.im.fused.cuda import EVICT_AFTER, EVICT_BELOW
+
+    g = pa_graph(2000, 20_000, seed=12, prob=0.1)
+    eng = emulated_fused_sampler(g, "IC", 1, 3)
+    assert eng._evict_after(0.5 * EVICT_BELOW * g.n) == EVICT_AFTER and eng._evict_after(EVICT_BELOW * g.n) == 0
+    assert emulated_fused_sampler(g, "IC", 1, 3, evict="never")._evict_after(1.0) == 0
+    assert emulated_fused_sampler(g, "IC", 1, 3, evict="always")._evict_after(float(g.n)) == EVICT_AFTER
+    assert emulated_fused_sampler(g, "LT", 1, 3, evict="always")._evict_after(1.0) == 0
+    with pytest.raises(GpucoreError, match="evict 'sometimes'"):
+        emulated_fused_sampler(g, "IC", evict="sometimes")
+    with pytest.raises(GpucoreError, match="evict_after 0"):
+        emulated_fused_sampler(g, "IC", evict_after=0)
+
+
 def test_masks_beyond_memory_name_the_bytes(graphs):
     with pytest.raises(OutOfMemoryError, match=r"one batch of 256 traversals needs [0-9.]+ KiB of masks for 150 "):
         emulated_fused_sampler(graphs["wc"], "IC", batch_width=256, free_bytes=50_000)

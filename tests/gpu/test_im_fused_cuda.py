@@ -143,6 +143,29 @@ def test_successive_calls_of_any_size(midsize, model, mapping):
     assert eng.stats()["traversals"] == 5000
 
 
+EVICTING = [({}, 40_000), ({"evict": "always", "evict_after": 1, "evict_most": 64}, 40_000),
+            ({"evict": "always", "evict_after": 2, "batch_width": 256, "max_batches": 9}, 40_000),
+            ({"evict": "always", "evict_after": 1, "batch_width": 32, "max_batches": 3, "levels_per_sync": 1}, 5000)]
+
+
+@pytest.mark.parametrize("options,count", EVICTING)
+def test_evicted_traversals_and_the_team_pass(midsize, options, count):
+    """Level-mapping batches on the midsize IC graph (p = 0.05: a minority of the sets is large) evict their
+    long-running traversals, by auto's rule or at every extraction, and the team pass runs them on hundreds of
+    blocks at once: the unfused sets; then the same with a pool far too small for the team pass."""
+    graphs, reference = midsize
+    g = graphs["IC"]
+    eng = fused(g, "IC", 1, 3, mapping="level", **options)
+    same_sets(reference("IC", count), engine_sets(eng, 5, count, batch=count // 2 + 7))
+    assert_clean(eng)
+    s = eng.stats()
+    assert s["evicted"] > 0 and s["traversals"] == count and not bool(eng.xp.any(eng.team_bitmaps))
+    eng.pool_factor = 0.0001
+    eng.reset_stats()
+    same_sets(reference("IC", count), engine_sets(eng, 5, count, batch=count))
+    assert eng.stats()["regrowths"] >= 1 and eng.stats()["evicted"] > 0
+
+
 def test_large_sets_pool_growth_and_list_rebuild():
     g = pa_graph(50_000, 500_000, seed=6, prob=0.4)  # every set holds most of the giant component
     want = engine_sets(CPUSampler(g, "IC", 1, 8, cpu()), 0, 600)

@@ -50,7 +50,7 @@ _SKIP = np.uint64(int(Stream.SKIP))
 _DEBRUIJN = np.array([0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8, 31, 27, 13, 23, 21, 19, 16, 7, 26,
                       12, 18, 6, 11, 5, 10, 9], dtype=np.int64)
 (_C_ENTRIES, _C_BITS, _C_READS, _C_LEVELS, _C_PEAK, _C_EXTRACT, _C_TRAV, _C_UNFUSED,
- _C_JUMPS, _C_RING) = range(len(KERNEL_COUNTERS))  # _C_RING: the CUDA resident mapping's, always 0 here
+ _C_JUMPS, _C_RING, _C_EVICT) = range(len(KERNEL_COUNTERS))  # _C_RING, _C_EVICT: CUDA only, always 0 here
 
 
 @njit(inline="always", cache=True)

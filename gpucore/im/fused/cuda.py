@@ -54,8 +54,24 @@ MAPPINGS = ("auto", "level", "resident")
 RESIDENT_BELOW = 64.0
 #: blocks per batch of the extraction kernels aim at this many blocks in all, per SM
 EXTRACT_BLOCKS_PER_SM = 4
+#: eviction of long-running traversals from level-mapping batches (IC; ``FzEvict`` in im_fused.cu): "auto"
+#: evicts in pieces expected below EVICT_BELOW x n elements per traversal, "always" in every level-mapping
+#: piece, "never" not at all
+EVICTS = ("auto", "never", "always")
+#: a slot is old once it has outlived this many extractions of its batch
+EVICT_AFTER = 4
+#: auto's bound on the expected traversal, as a share of the vertices: where traversals are a sizable share
+#: of the graph they overlap, and fusing them is what wins
+EVICT_BELOW = 1.0 / 64
+#: a batch evicts its old slots only while at most batch width / EVICT_FEW of its running slots are old
+EVICT_FEW = 16
+#: team-pass blocks per SM (fz_team_ic: 256 threads, 32 registers) and the share of free memory their
+#: bitmaps and stages may take
+TEAM_BLOCKS_PER_SM = 8
+TEAM_MEMORY_FRACTION = 0.1
+_TEAM_THREADS = 256  # FZ_TEAM_THREADS
 #: ctl words and flags (im_fused.cu)
-_DISPATCH, _POOL, _FLAGS, _WRITTEN = 2, 3, 4, 5
+_DISPATCH, _POOL, _FLAGS, _WRITTEN, _TEAM_NEXT, _EVICTED = 2, 3, 4, 5, 6, 7
 _LIST_OVERFLOW, _POOL_OVERFLOW = 1, 2
 _BATCH_THREADS = 256  # FZ_THREADS
 
@@ -116,11 +132,18 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
     def __init__(self, graph, model: str, rounds: int, seed: int, backend, batch_width: int = 64, order: str = "none",
                  sorted_sources: bool = True, tail: str = "refill", max_batches: int | None = None,
                  levels_per_sync: int = 4, mask_fraction: float = 0.2, expand_threads: int = 256,
-                 level_graphs: bool = True, mapping: str = "auto"):
+                 level_graphs: bool = True, mapping: str = "auto", evict: str = "auto",
+                 evict_after: int = EVICT_AFTER, evict_most: int | None = None):
         self.options = opts = FusedOptions(batch_width, order, sorted_sources, tail)
         if mapping not in MAPPINGS:
             raise GpucoreError(f"mapping {mapping!r}: choose one of {', '.join(MAPPINGS)}")
         self.mapping = mapping
+        if evict not in EVICTS:
+            raise GpucoreError(f"evict {evict!r}: choose one of {', '.join(EVICTS)}")
+        if int(evict_after) < 1:
+            raise GpucoreError(f"evict_after {evict_after}: must be >= 1")
+        self.evict, self.evict_after = evict, int(evict_after)
+        self.evict_most = int(evict_most) if evict_most else max(1, opts.batch_width // EVICT_FEW)
         if not (0.0 < float(mask_fraction) <= 0.9):
             raise GpucoreError(f"mask_fraction {mask_fraction}: must lie in (0, 0.9]")
         if int(levels_per_sync) < 1:
@@ -143,6 +166,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self.k_extract = mod.get_function("fz_extract")
         self.k_rescan = mod.get_function("fz_rescan")
         self.k_resident = mod.get_function("fz_resident_lt" if self.lt else "fz_resident_ic")
+        self.k_team = mod.get_function("fz_team_ic")
 
         per_batch = batch_bytes(n, W)
         free = self._free_memory()
@@ -162,7 +186,8 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         small = {name: be.zeros((size,), dtype, what="fused batch state") for name, size, dtype in (
             ("tbase", G, np.int32), ("tcount", G, np.int32), ("occ", G * W, np.uint32), ("act", G * W, np.uint32),
             ("emode", G, np.int32), ("edense", G, np.int32), ("efin", G * W, np.uint32), ("gcnt", G * B, np.int32),
-            ("cursor", G * B, np.int64), ("tnew", G, np.int32), ("done", 2 * G, np.int32))}
+            ("cursor", G * B, np.int64), ("tnew", G, np.int32), ("done", 2 * G, np.int32),
+            ("born", G * B, np.int32), ("bext", G, np.int32), ("eev", G * W, np.uint32))}
         self.__dict__.update(small)
         self.slot_tr = be.empty((G * B,), np.int64, what="fused slots")
         self.slot_key = be.empty((G * B,), np.uint64, what="fused slots")
@@ -173,6 +198,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self.list_cap = int(min(G * n * W + G * B, max(1 << 20, 16 * G * B)))
         self.lists = [be.empty((self.list_cap,), np.uint64, what="fused frontier lists") for _ in range(2)]
         self.pool_factor = 1.3  # pool = traversals x mean size x factor + slack; tests shrink it to force growth
+        self.team_blocks = 0  # team-pass buffers, made at first use (_team_buffers)
         self._clean = True  # the batch state is all zero (false while a piece runs, and after one failed)
         self._stats = SamplerStats(opts, "cuda", G, G * per_batch, 8, sync=be.synchronize, mapping=mapping)
         self._stats.reorder_seconds = self._reorder_seconds
@@ -237,9 +263,12 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         self._clean = False
         self.ctl.fill(0)
         self.counters.fill(0)
-        traverse = self._traverse_resident if resident else self._traverse_levels
         with st.phases.phase("traverse"):
-            traverse(used, j_begin, total, int(sort), order, trav_start, trav_size)
+            if resident:
+                self._traverse_resident(used, j_begin, total, int(sort), order, trav_start, trav_size)
+            else:
+                self._traverse_levels(used, j_begin, total, int(sort), order, trav_start, trav_size,
+                                      self._evict_after(per_trav))
         st.add("resident_pieces", int(resident))
         st.add("sorted_pieces", int(sort))
         if scan_total(trav_size < 0):  # not count_nonzero: a large piece compiled it inside the phase
@@ -256,6 +285,15 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
             coll.count += sets
             coll.total += added
         del self.pool
+
+    def _evict_after(self, per_trav: float) -> int:
+        """The level mapping's ``evict_after`` for a piece of ``per_trav`` expected elements per traversal (0: no
+        eviction; the team pass is IC only)."""
+        if self.lt or self.evict == "never":
+            return 0
+        if self.evict == "auto" and per_trav >= EVICT_BELOW * self.n:
+            return 0
+        return self.evict_after
 
     def _resident(self, per_trav: float) -> bool:
         """Does a piece of ``per_trav`` expected elements per traversal run in the resident mapping?"""
@@ -292,19 +330,23 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
                                    f"(internal error)")
             return
 
-    def _traverse_levels(self, used, j_begin, total, use_order, order, trav_start, trav_size) -> None:
+    def _traverse_levels(self, used, j_begin, total, use_order, order, trav_start, trav_size,
+                         evict_after: int = 0) -> None:
         """The level mapping: every level one device-wide pass over all batches' frontier lists (three
-        launches, replayed as CUDA graphs in blocks of ``levels_per_sync``)."""
+        launches, replayed as CUDA graphs in blocks of ``levels_per_sync``); with ``evict_after`` > 0 the
+        batches evict long-running traversals (``FzEvict``), which the team pass then runs (``_team``)."""
         be, st = self.backend, self._stats
         X = int(max(1, -(-EXTRACT_BLOCKS_PER_SM * self.sms // used)))
-        step = self._level_launcher(used, X, j_begin, total, use_order, order, trav_start, trav_size)
+        evicted = be.empty((total,), np.int64, what="evicted traversals") if evict_after else self.dummy
+        step = self._level_launcher(used, X, j_begin, total, use_order, order, trav_start, trav_size,
+                                    evict_after, evicted)
         step(None, 0)  # load every batch
         c, last = 0, None
         block = self._block_runner(step)
         while True:
             c = block(c)
             ctl = be.to_host(self.ctl)
-            flags, done = int(ctl[_FLAGS]), int(ctl[_WRITTEN])
+            flags, done = int(ctl[_FLAGS]), int(ctl[_WRITTEN]) + int(ctl[_EVICTED])
             if not flags:
                 if int(ctl[c]) == 0 and done == total:
                     break
@@ -321,11 +363,57 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
                 self._grow_lists(c, used)
             st.add("regrowths", 1)
             block = self._block_runner(step)  # the captured launches point at the old pool or lists
+        if int(ctl[_EVICTED]):
+            self._team(evicted[: int(ctl[_EVICTED])], j_begin, trav_start, trav_size)
 
-    def _level_launcher(self, used, X, j_begin, total, use_order, order, trav_start, trav_size):
+    def _team(self, ids, j_begin, trav_start, trav_size) -> None:
+        """The team pass: traversals ``ids`` (a device int64 array of the piece's traversal ids), each run again
+        from its root by a block of its own (``fz_team_ic``), written to the pool with their starts and sizes.
+        A launch whose blocks found the pool full is followed by a larger pool and a launch over the traversals
+        not written yet."""
+        be, d = self.backend, self.d
+        while True:
+            count = int(ids.shape[0])
+            blocks = self._team_buffers(count)
+            self.ctl[_TEAM_NEXT] = 0
+            self.k_team((blocks,), (_TEAM_THREADS,), (
+                d["in_indptr"], d["in_src"], d["in_eid"], d["in_prob"], d["skip"], d["old_of_new"], d["new_of_old"],
+                _i64(self.n), self.seed, _i64(self.rounds), _i64(j_begin), ids, _i64(count), self.team_bitmaps,
+                _i64(self.team_words), self.team_stages, self.pool, np.uint64(self.pool.shape[0]), trav_start,
+                trav_size, self.ctl, self.counters,
+            ))
+            ctl = be.to_host(self.ctl)
+            if not int(ctl[_FLAGS]) & _POOL_OVERFLOW:
+                return
+            self.ctl[_FLAGS] = 0
+            self._grow_pool(int(ctl[_POOL]))
+            self._stats.add("regrowths", 1)
+            ids = ids[trav_size[ids] < 0]
+
+    def _team_buffers(self, want: int) -> int:
+        """Blocks of the team pass for ``want`` traversals: each has a bitmap of the vertices (kept clean between
+        traversals) and a stage of n entries; made at first use, grown up to TEAM_BLOCKS_PER_SM a SM within
+        TEAM_MEMORY_FRACTION of free memory (at least one block)."""
+        be, n = self.backend, self.n
+        self.team_words = (n + 31) // 32
+        wanted = int(max(1, min(want, TEAM_BLOCKS_PER_SM * self.sms)))
+        if wanted > self.team_blocks:
+            per = 4 * (self.team_words + n)
+            self.team_bitmaps = self.team_stages = None
+            fit = int(TEAM_MEMORY_FRACTION * self._free_memory()) // per
+            blocks = int(max(1, min(wanted, fit)))
+            self.team_bitmaps = be.zeros((blocks * self.team_words,), np.uint32, what="team-pass bitmaps")
+            self.team_stages = be.empty((blocks * n,), np.int32, what="team-pass stages")
+            self.team_blocks = blocks
+        return int(min(wanted, self.team_blocks))
+
+    def _level_launcher(self, used, X, j_begin, total, use_order, order, trav_start, trav_size, evict_after=0,
+                        evicted=None):
         """step(c, idx): expand list c into list idx (none for c = None), then decide and extract."""
         opts, d, n, W = self.options, self.d, self.n, self.options.words
         lt = np.int32(1 if self.lt else 0)
+        evict = (np.int32(evict_after), np.int32(self.evict_most), self.born, self.bext,
+                 self.eev, self.dummy if evicted is None else evicted)
         expand_blocks = self.sms * max(1, 2048 // self.expand_threads)
 
         def step(c, idx: int, launch=None) -> None:
@@ -341,14 +429,14 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
                 _i64(n), np.int32(W), _i64(total), np.int32(opts.refill_threshold), d["in_indptr"], self.vis,
                 self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense, self.efin,
                 self.gcnt, self.cursor, self.tnew, self.done, self.slot_tr, trav_start, trav_size, self.ctl,
-                np.int32(idx), np.uint64(self.pool.shape[0]), self.counters,
+                np.int32(idx), np.uint64(self.pool.shape[0]), *evict, self.counters,
             ))
             launch(self.k_extract, (X, used), (_BATCH_THREADS,), (
                 lt, _i64(n), np.int32(W), self.seed, _i64(self.rounds), _i64(j_begin), _i64(total),
                 np.int32(use_order), order, d["in_indptr"], d["old_of_new"], d["new_of_old"], self.vis, self.nxt,
                 self.touched, self.tbase, self.tcount, self.occ, self.act, self.emode, self.edense, self.efin,
                 self.gcnt, self.cursor, self.tnew, self.done, d["skip"], self.slot_tr, self.slot_key, self.slot_skey,
-                self.slot_off, self.lists[idx], np.uint64(self.list_cap), self.ctl, np.int32(idx), self.pool,
+                self.slot_off, self.lists[idx], np.uint64(self.list_cap), self.ctl, np.int32(idx), self.pool, *evict,
                 self.counters,
             ))
 

@@ -24,7 +24,9 @@ Counters (both backends count the same things):
   ``frontier_bytes_peak``: the bytes those lists held; ``mask_bytes``: visited + next-level masks
   (and the visited-word lists) allocated for the batches in flight;
 - ``extractions``: times a batch wrote out the sets of ended traversals; ``traversals``: traversals
-  run; ``regrowths``: output pools or frontier lists grown during a call; ``level_captures`` and
+  run (written); ``evicted``: traversals a level-mapping batch evicted after they outlived its other slots,
+  each then run again by the team pass (CUDA, IC; its rows count in both ``edge_reads`` and
+  ``edge_reads_unfused``, the partial work of the evicted traversal in ``edge_reads`` only); ``regrowths``: output pools or frontier lists grown during a call; ``level_captures`` and
   ``level_replays``: blocks of levels captured and replayed as one launch (CUDA sampler with
   ``level_graphs``, level mapping; 0 elsewhere);
 - ``seconds_by_phase``: roots (drawing and sorting), traverse, compact (sets in order of j).
@@ -36,10 +38,10 @@ from gpucore.timing import Phases
 
 COUNTERS = ("entries", "mask_bits", "edge_reads", "edge_reads_unfused", "skip_jumps", "levels", "frontier_peak",
             "extractions", "traversals", "regrowths", "level_captures", "level_replays", "resident_pieces",
-            "sorted_pieces", "ring_levels")
+            "sorted_pieces", "ring_levels", "evicted")
 #: order of the counters the kernels fill (an int64 array of this length)
 KERNEL_COUNTERS = ("entries", "mask_bits", "edge_reads", "levels", "frontier_peak", "extractions", "traversals",
-                   "edge_reads_unfused", "skip_jumps", "ring_levels")
+                   "edge_reads_unfused", "skip_jumps", "ring_levels", "evicted")
 MAX_COUNTERS = ("frontier_peak",)
 
 

@@ -37,6 +37,7 @@
 // Keys (docs/im.md): traversal i of a call is (set i / T, round i % T), s = j * T + t, root
 // index_below(mix(seed, ROOT, j, 0, 0), n) (an old id, mapped by new_of_old); LT r = mix(seed,
 // LT_CHOICE, s, old id, 0) >> 24.
+#include "gc_loops.cuh"
 #include "gc_random.cuh"
 
 #define FZ_FULL 0xffffffffu
@@ -46,6 +47,8 @@
 #define FZ_POOL 3
 #define FZ_FLAGS 4
 #define FZ_WRITTEN 5  // traversals whose sets are written, this call
+#define FZ_TEAM_NEXT 6  // the team pass's next list index
+#define FZ_EVICTED 7  // traversals evicted from batches, this call (their ids in FzEvict::list)
 #define FZ_LIST_OVERFLOW 1ULL
 #define FZ_POOL_OVERFLOW 2ULL
 // stats words (gpucore/im/fused/stats.py KERNEL_COUNTERS)
@@ -59,6 +62,7 @@
 #define FZ_S_UNFUSED 7
 #define FZ_S_JUMPS 8
 #define FZ_S_RING 9  // resident levels that found their pending words in the ring
+#define FZ_S_EVICT 10
 // extraction modes (emode)
 #define FZ_IDLE 0
 #define FZ_LOAD 1
@@ -504,6 +508,21 @@ struct FzBatch {  // the arrays of all batches, and what a block needs to walk i
     int* ring;          // batch g's
 };
 
+// Eviction (the level mapping, IC; after == 0: none). A slot that has outlived `after` extractions of its batch
+// is old; at an extraction, when at most `most` of the batch's running slots are old and traversals are left
+// to dispatch, the old slots are evicted: their bits are cleared with the ended slots', their slots refilled,
+// and their traversal ids appended to list (ctl[FZ_EVICTED] of them) for the team pass (fz_team_ic), which
+// runs each again from its root with the same keys. Such a slot holds a traversal far longer than the
+// batch's others (a giant among short ones), whose words every extraction of the batch would walk again.
+struct FzEvict {
+    int after, most;
+    int* born;      // per slot (G B): its batch's extraction count when it was loaded
+    int* bext;      // per batch (G): extractions so far
+    unsigned* eev;  // per batch (G W): the slots evicted at the current extraction (read by fz_extract)
+    gc_i64* list;   // the evicted traversals
+};
+#define FZ_EVICT_PARAMS int evict_after, int evict_most, int *born, int *bext, unsigned int *eev, gc_i64 *evicted
+
 // Block x of the X blocks of batch g.
 __device__ __forceinline__ FzBatch fz_batch(gc_i64 n, int W, unsigned int* vis, int* touched, int g, int x, int X) {
     FzBatch b;
@@ -517,6 +536,33 @@ __device__ __forceinline__ FzBatch fz_batch(gc_i64 n, int W, unsigned int* vis, 
     b.vis = vis + (gc_i64)b.g * b.nW;
     b.ring = touched + (gc_i64)b.g * b.nW;
     return b;
+}
+
+// The eviction step of an extraction of batch b (warp 0 of its last block; module comment at FzEvict): the old
+// running slots go to E.eev[g] (none when more than E.most are old or nothing is left to dispatch).
+__device__ void fz_evict(const FzEvict& E, const FzBatch& b, const unsigned int* occ, const unsigned* s_fin,
+                         const gc_i64* slot_tr, gc_u64* ctl, gc_i64 total, int lane) {
+    const int g = b.g, W = b.W;
+    const bool more = ((volatile gc_u64*)ctl)[FZ_DISPATCH] < (gc_u64)total;
+    const int now = ((volatile int*)E.bext)[g];
+    unsigned ev[8];
+    int old = 0;
+    for (int q = 0; q < W; ++q) {
+        const int s = q * 32 + lane;
+        const bool run = ((occ[g * W + q] & ~s_fin[q]) >> lane) & 1u;
+        ev[q] = __ballot_sync(FZ_FULL, more && run && now - E.born[(gc_i64)g * b.B + s] >= E.after);
+        old += __popc(ev[q]);
+    }
+    if (old > E.most) old = 0;
+    for (int q = 0; q < W; ++q) {
+        if (!old) ev[q] = 0u;
+        const bool mine = (ev[q] >> lane) & 1u;
+        gc_u64 at = 0;
+        if (lane == 0 && ev[q]) at = atomicAdd(&ctl[FZ_EVICTED], (gc_u64)__popc(ev[q]));
+        at = __shfl_sync(FZ_FULL, at, 0);
+        if (mine) E.list[at + __popc(ev[q] & fz_lanemask_lt(lane))] = slot_tr[(gc_i64)g * b.B + q * 32 + lane];
+        if (lane == q) E.eev[g * W + q] = ev[q];
+    }
 }
 
 // The word of item i of this block's share: ring entry (start + i) % nW, or word i itself (dense).
@@ -582,7 +628,7 @@ __device__ int fz_decide_batch(const FzBatch& b, gc_i64 total, int threshold, co
                                const unsigned int* occ, const unsigned int* act, int* emode, int* edense,
                                unsigned int* efin, int* gcnt, gc_i64* cursor, int* tnew, int* done,
                                const gc_i64* slot_tr, gc_i64* trav_start, int* trav_size, gc_u64* ctl,
-                               gc_u64 pool_cap, unsigned* s_fin, int* s_dense, int* s_nocc) {
+                               gc_u64 pool_cap, const FzEvict& E, unsigned* s_fin, int* s_dense, int* s_nocc) {
     __shared__ int s_cnt[FZ_THREADS];
     __shared__ int s_mode, s_flag;
     const int tid = threadIdx.x, g = b.g, W = b.W;
@@ -656,6 +702,7 @@ __device__ int fz_decide_batch(const FzBatch& b, gc_i64 total, int threshold, co
                 edense[g] = dense;
                 tnew[g] = 0;
             }
+            if (E.after) fz_evict(E, b, occ, s_fin, slot_tr, ctl, total, lane);
         }
         if (lane == 0) {
             s_mode = ok ? FZ_EXTRACT : FZ_ABORT;
@@ -674,9 +721,11 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
                                      int* __restrict__ gcnt, gc_i64* __restrict__ cursor, int* __restrict__ tnew,
                                      int* __restrict__ done, const gc_i64* __restrict__ slot_tr,
                                      gc_i64* __restrict__ trav_start, int* __restrict__ trav_size,
-                                     gc_u64* __restrict__ ctl, int idx, gc_u64 pool_cap, gc_u64* __restrict__ stats) {
+                                     gc_u64* __restrict__ ctl, int idx, gc_u64 pool_cap, FZ_EVICT_PARAMS,
+                                     gc_u64* __restrict__ stats) {
     __shared__ unsigned s_fin[8];
     __shared__ int s_dense, s_nocc;
+    const FzEvict E{evict_after, evict_most, born, bext, eev, evicted};
     const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.y, blockIdx.x, gridDim.x);
     if (blockDim.x != FZ_THREADS) return;
     if (threadIdx.x == 0 && b.x == 0 && b.g == 0) {  // level bookkeeping: the list just expanded is consumed
@@ -686,10 +735,11 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
         ctl[idx ^ 1] = 0;
     }
     fz_decide_batch(b, total, threshold, ind, tbase[b.g], tcount[b.g], occ, act + b.g * W, emode, edense, efin, gcnt,
-                    cursor, tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, s_fin, &s_dense, &s_nocc);
+                    cursor, tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, E, s_fin, &s_dense, &s_nocc);
 }
 
-// Loads the next traversals of the dispatch order into the free slots of batch g, then publishes the batch's
+// Loads the next traversals of the dispatch order into the free slots of batch g (born, unless null: born_now for
+// each, FzEvict), then publishes the batch's
 // slots (occ) and the live part of its ring (tbase, tcount), and pushes the roots to list (unless null; its count
 // is *lcount, and an overflow sets FZ_LIST_OVERFLOW in *lflags); all threads call it. The caller hands over what
 // every thread needs in shared memory or as a value, never through global memory another thread of the block has
@@ -701,8 +751,9 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
                         int use_order, const gc_i64* __restrict__ order, const gc_i64* __restrict__ new_of_old,
                         unsigned int* __restrict__ nxt, int rstart, int* tbase, int* tcount, unsigned int* occ,
                         gc_i64* __restrict__ slot_tr, gc_u64* __restrict__ slot_key, gc_u64* __restrict__ slot_skey,
-                        int* __restrict__ slot_off, gc_u64* list, gc_u64 cap, gc_u64* lcount, gc_u64* lflags,
-                        gc_u64* __restrict__ ctl, unsigned* s_occ, int* s_tc, int* s_warp, gc_i64* s_base) {
+                        int* __restrict__ slot_off, int* born, int born_now, gc_u64* list, gc_u64 cap,
+                        gc_u64* lcount, gc_u64* lflags, gc_u64* __restrict__ ctl, unsigned* s_occ, int* s_tc,
+                        int* s_warp, gc_i64* s_base) {
     const int tid = threadIdx.x, lane = tid & 31, g = b.g;
     __syncthreads();  // the caller's s_occ and *s_tc
     const bool is_free = tid < b.B && !((s_occ[tid >> 5] >> (tid & 31)) & 1u);
@@ -730,6 +781,7 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
         slot_key[(gc_i64)g * b.B + s] = lt ? key : gc_mix3(seed, GC_STREAM_COIN, key);
         if (!lt) slot_skey[(gc_i64)g * b.B + s] = gc_mix3(seed, GC_STREAM_SKIP, key);
         slot_off[(gc_i64)g * b.B + s] = (int)(t * b.n);
+        if (born) born[(gc_i64)g * b.B + s] = born_now;
         atomicOr(&s_occ[w], 1u << (s & 31));
         word = x * b.W + w;
         const unsigned o = atomicOr(&b.vis[word], 1u << (s & 31));
@@ -754,7 +806,8 @@ __device__ void fz_load(const FzBatch& b, int lt, gc_u64 seed, gc_i64 rounds, gc
 // members (s_fin, shared) over this block's share of the words (`dense`, or the ring start / count), clears
 // their bits and appends the words still non-zero to a fresh part of the ring; the last block of the batch
 // then loads the next traversals into the free slots (roots pushed to list unless it is null, as fz_load).
-__device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_fin, int dense, int start, int count,
+__device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_fin, const unsigned* s_ev,
+                                 const FzEvict& E, int dense, int start, int count,
                                  int lt, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin, gc_i64 total, int use_order,
                                  const gc_i64* order, const gc_i64* ind, const int* old_of_new,
                                  const gc_i64* new_of_old, unsigned int* nxt, int* tbase, int* tcount,
@@ -770,6 +823,7 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
     __shared__ int s_flag, s_tc;
     __shared__ gc_i64 s_base;
     __shared__ gc_u64 s_unfused;
+    __shared__ int s_born;
     const int tid = threadIdx.x, lane = tid & 31, g = b.g, W = b.W;
     if (b.x == 0 && tid < W) act[tid] = 0u;  // decide has read it; the next level marks anew
     if (mode == FZ_ABORT && b.x == 0 && tid < b.B) gcnt[g * b.B + tid] = 0;  // counts are redone next time
@@ -777,7 +831,8 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
         if (tid < W) s_occ[tid] = occ[g * W + tid];
         if (tid == 0) s_tc = count;
         fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, start, tbase, tcount, occ,
-                slot_tr, slot_key, slot_skey, slot_off, list, cap, lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
+                slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr, E.after ? E.bext[g] : 0, list, cap,
+                lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
     }
     if (mode != FZ_EXTRACT) return;
     // A batch of one block walks its words once: each ended slot's run is the whole of what decide reserved,
@@ -811,6 +866,12 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
             const int w = word % W;
             unsigned v = b.vis[word];
             unsigned m = v & s_fin[w];
+            const unsigned e = v & s_ev[w];  // evicted slots: their bits go, unwritten (nxt too)
+            if (e) {
+                nxt[(gc_i64)g * b.nW + word] &= ~e;
+                v &= ~e;
+                b.vis[word] = v;
+            }
             if (m) {
                 const gc_i64 x = word / W;
                 const int u = old_of_new[x];
@@ -840,11 +901,19 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
         atomicAdd(&stats[FZ_S_EXTRACT], 1ULL);
         atomicAdd(&stats[FZ_S_TRAV], (gc_u64)nfin);
         atomicAdd(&ctl[FZ_WRITTEN], (gc_u64)nfin);
+        if (E.after) {
+            int nev = 0;
+            for (int w = 0; w < W; ++w) nev += __popc(s_ev[w]);
+            if (nev) atomicAdd(&stats[FZ_S_EVICT], (gc_u64)nev);
+            s_born = E.bext[g] + 1;
+            E.bext[g] = s_born;
+        }
     }
-    if (tid < W) s_occ[tid] = occ[g * W + tid] & ~s_fin[tid];  // the ended slots are free
+    if (tid < W) s_occ[tid] = occ[g * W + tid] & ~(s_fin[tid] | s_ev[tid]);  // the ended and evicted slots are free
     if (!one && tid < b.B) gcnt[g * b.B + tid] = 0;            // the counts for next time
     fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, fresh_start, tbase, tcount, occ,
-            slot_tr, slot_key, slot_skey, slot_off, list, cap, lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
+            slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr, s_born, list, cap, lcount, lflags, ctl,
+            s_occ, &s_tc, s_warp, &s_base);
 }
 
 extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin,
@@ -860,14 +929,18 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
                                       const double* __restrict__ skip, gc_i64* __restrict__ slot_tr,
                                       gc_u64* __restrict__ slot_key, gc_u64* __restrict__ slot_skey,
                                       int* __restrict__ slot_off, gc_u64* __restrict__ list, gc_u64 cap,
-                                      gc_u64* __restrict__ ctl, int idx, int* __restrict__ pool,
+                                      gc_u64* __restrict__ ctl, int idx, int* __restrict__ pool, FZ_EVICT_PARAMS,
                                       gc_u64* __restrict__ stats) {
-    __shared__ unsigned s_fin[8];
+    __shared__ unsigned s_fin[8], s_ev[8];
     const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.y, blockIdx.x, gridDim.x);
     if (blockDim.x != FZ_THREADS) return;
+    const FzEvict E{evict_after, evict_most, born, bext, eev, evicted};
     const int g = b.g, mode = emode[g];
-    if (threadIdx.x < W) s_fin[threadIdx.x] = efin[g * W + threadIdx.x];
-    fz_extract_batch(b, mode, s_fin, edense[g], tbase[g], tcount[g], lt, seed, rounds, j_begin, total, use_order,
+    if (threadIdx.x < W) {
+        s_fin[threadIdx.x] = efin[g * W + threadIdx.x];
+        s_ev[threadIdx.x] = evict_after && mode == FZ_EXTRACT ? eev[g * W + threadIdx.x] : 0u;
+    }
+    fz_extract_batch(b, mode, s_fin, s_ev, E, edense[g], tbase[g], tcount[g], lt, seed, rounds, j_begin, total, use_order,
                      order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act + g * W, gcnt, cursor, tnew, done,
                      skip,
                      slot_tr, slot_key, slot_skey, slot_off, list, cap, &ctl[idx], &ctl[FZ_FLAGS], ctl, pool, stats);
@@ -908,7 +981,7 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
                             gc_i64* slot_tr, gc_u64* slot_key, gc_u64* slot_skey, int* slot_off,
                             gc_i64* trav_start, int* trav_size, gc_u64* ctl, gc_u64 pool_cap, int* pool,
                             gc_u64* stats) {
-    __shared__ unsigned s_fin[8];
+    __shared__ unsigned s_fin[8], s_ev[8];  // s_ev: no eviction here (all zero)
     __shared__ int s_dense, s_nocc;
     __shared__ gc_u64 s_acc[4];  // entries, mask bits, edge reads, skip jumps
     __shared__ int s_pend[FZ_THREADS], s_np;
@@ -923,8 +996,9 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
     if (blockDim.x != FZ_THREADS) return;
     const int tid = threadIdx.x, lane = tid & 31, g = b.g;
     if (tid < 4) s_acc[tid] = 0;
-    if (tid < 8) s_act[tid] = 0u;
+    if (tid < 8) s_act[tid] = s_ev[tid] = 0u;
     if (tid == 0) s_dq_n = 0;
+    const FzEvict E{0, 0, nullptr, nullptr, nullptr, nullptr};
     const FzDefer dq{&s_dq_n, s_dq_x, s_dq_w};
     int cur = 0;  // the list the next level expands; that level and the loads after it fill list cur ^ 1
     if (tid == 0) {
@@ -979,9 +1053,9 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
         }
         const int start = vbase[g], count = expand ? s_rc : vcount[g];
         const int mode = fz_decide_batch(b, total, threshold, ind, start, count, occ, s_act, emode, edense, efin, gcnt,
-                                         cursor, tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, s_fin,
+                                         cursor, tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, E, s_fin,
                                          &s_dense, &s_nocc);
-        fz_extract_batch(b, mode, s_fin, s_dense, start, count, LT ? 1 : 0, seed, rounds, j_begin, total, use_order,
+        fz_extract_batch(b, mode, s_fin, s_ev, E, s_dense, start, count, LT ? 1 : 0, seed, rounds, j_begin, total, use_order,
                          order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, s_act, gcnt, cursor, tnew, done,
                          skip, slot_tr, slot_key, slot_skey, slot_off, nlist, FZ_RESIDENT_LIST, ncount, &s_lf[cur ^ 1],
                          ctl, pool, stats);
@@ -1040,4 +1114,173 @@ extern "C" __global__ void fz_rescan(const unsigned int* __restrict__ nxt, gc_i6
         fits &= fz_push_warp(want, (g << 32) | x, list, cap, &ctl[idx], lane);
     }
     if (!fits && lane == 0) atomicOr(&ctl[FZ_FLAGS], FZ_LIST_OVERFLOW);
+}
+
+// ---- the team pass (fz_team_ic): one traversal at a time per block, for traversals evicted from batches ----
+//
+// A traversal that a batch evicted (fz_decide_batch: it kept running long after the batch's other slots
+// had turned over, so it would hold the batch's extractions to its own words) is run again from its root
+// by a whole block, with the keys it had in the batch, so its set is the same. Persistent blocks take list
+// indices from ctl[FZ_TEAM_NEXT]. A block owns a bitmap of the traversal layout's vertices (`words` words,
+// all zero between traversals) and a stage of n entries that is both its frontier and its set: the
+// members in order of discovery, a level being the range [lo, hi) the previous level appended. Each
+// thread takes one frontier vertex: a row of at most FZ_TEAM_ROW arcs, not skipping, is tried by that
+// thread alone, one keyed coin per arc, bernoulli(step(mix(seed, COIN, s), eid), p); longer and skipping
+// rows are queued in shared memory and taken by whole warps, 32 arcs (or, at a skipping node, 32
+// geometric jumps keyed by mix(seed, SKIP, s, old id, i), a warp prefix sum giving their positions) a
+// step. A discovery is the atomicOr that sets the vertex's bit, so no vertex is staged twice. A finished
+// traversal reserves its size in the pool with one atomicAdd on ctl[FZ_POOL] (past the pool: the flag
+// FZ_POOL_OVERFLOW, the traversal left unwritten, and every block stops taking traversals) and writes its
+// members (old id + t n), start and size; its bits are cleared from the stage.
+#ifndef FZ_TEAM_THREADS
+#define FZ_TEAM_THREADS 256
+#endif
+#ifndef FZ_TEAM_ROW
+#define FZ_TEAM_ROW 32
+#endif
+
+// Vertex y of the traversal: appended to the stage unless its bit was set already (one lane or thread).
+__device__ __forceinline__ bool fz_team_visit(int y, unsigned int* bm) {
+    const unsigned bit = 1u << (y & 31);
+    return !(atomicOr(&bm[y >> 5], bit) & bit);
+}
+
+// The warps' part of a level: vertex x's whole row, expanded by the calling warp (all lanes call it with the
+// same x); reads (rows read) and jumps_drawn are counted on lane 0.
+__device__ __forceinline__ void fz_team_row(gc_i64 x, const gc_i64* __restrict__ ind, const int* __restrict__ src,
+                                            const int* __restrict__ eid, const float* __restrict__ warc,
+                                            const double* __restrict__ skip, const int* __restrict__ old_of_new,
+                                            gc_u64 ckey, gc_u64 skey, unsigned int* bm, int* stage, int* s_size,
+                                            gc_u64& reads, gc_u64& jumps_drawn) {
+    const int lane = threadIdx.x & 31;
+    const gc_i64 beg = ind[x], d = ind[x + 1] - beg;
+    const double rlq = skip[x];
+    const bool skipping = rlq < 0.0;  // warp-uniform
+    const gc_u64 hv = gc_step(skey, (gc_u64)(unsigned)old_of_new[x]);
+    if (!skipping && lane == 0) reads += (gc_u64)d;
+    int jumps = 0;
+    for (gc_i64 next = 0; next < d;) {
+        gc_i64 at;  // this lane's position in the row (>= d: none)
+        if (skipping) {
+            at = next + gc_warp_inclusive_sum(fz_jump(gc_step(hv, (gc_u64)(jumps + lane)), rlq, d) + 1) - 1;
+            jumps += 32;
+            next = __shfl_sync(FZ_FULL, at, 31) + 1;
+        } else {
+            at = next + lane;
+            next += 32;
+        }
+        bool fresh = false;
+        int y = 0;
+        if (at < d) {
+            const gc_i64 a = beg + at;
+            y = src[a];
+            if (skipping || gc_bernoulli(gc_step(ckey, (gc_u64)(unsigned)eid[a]), warc[a])) fresh = fz_team_visit(y, bm);
+        }
+        const unsigned m = __ballot_sync(FZ_FULL, fresh);
+        if (m) {
+            int base = 0;
+            if (lane == __ffs(m) - 1) base = atomicAdd(s_size, __popc(m));
+            base = __shfl_sync(FZ_FULL, base, __ffs(m) - 1);
+            if (fresh) stage[base + __popc(m & fz_lanemask_lt(lane))] = y;
+        }
+    }
+    if (lane == 0) jumps_drawn += (gc_u64)jumps;  // every lane drew 32 a step
+}
+
+extern "C" __global__ void __launch_bounds__(FZ_TEAM_THREADS)
+    fz_team_ic(const gc_i64* __restrict__ ind, const int* __restrict__ src, const int* __restrict__ eid,
+               const float* __restrict__ warc, const double* __restrict__ skip, const int* __restrict__ old_of_new,
+               const gc_i64* __restrict__ new_of_old, gc_i64 n, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin,
+               const gc_i64* __restrict__ list, gc_i64 count, unsigned int* bitmaps, gc_i64 words, int* stages,
+               int* pool, gc_u64 pool_cap, gc_i64* __restrict__ trav_start, int* __restrict__ trav_size, gc_u64* ctl,
+               gc_u64* __restrict__ stats) {
+    __shared__ gc_i64 s_k;
+    __shared__ int s_size, s_nq, s_stop;
+    __shared__ gc_u64 s_at;
+    __shared__ int s_q[FZ_TEAM_THREADS];
+    if (blockDim.x != FZ_TEAM_THREADS) return;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    unsigned int* bm = bitmaps + (gc_i64)blockIdx.x * words;
+    int* stage = stages + (gc_i64)blockIdx.x * n;
+    gc_u64 reads = 0, jumps = 0, done = 0;
+    while (true) {
+        if (tid == 0) {
+            s_k = (gc_i64)atomicAdd(&ctl[FZ_TEAM_NEXT], 1ULL);
+            s_stop = (((volatile gc_u64*)ctl)[FZ_FLAGS] & FZ_POOL_OVERFLOW) != 0;
+        }
+        __syncthreads();
+        const gc_i64 k = s_k;
+        if (k >= count || s_stop) break;  // uniform
+        const gc_i64 i = list[k], t = i % rounds, j = j_begin + i / rounds;
+        const gc_u64 key = (gc_u64)j * (gc_u64)rounds + (gc_u64)t;
+        const gc_u64 ckey = gc_mix3(seed, GC_STREAM_COIN, key), skey = gc_mix3(seed, GC_STREAM_SKIP, key);
+        if (tid == 0) {
+            const int root = (int)new_of_old[gc_index_below(gc_mix5(seed, GC_STREAM_ROOT, (gc_u64)j, 0ULL, 0ULL),
+                                                             (gc_u64)n)];
+            bm[root >> 5] = 1u << (root & 31);  // the bitmap is clean
+            stage[0] = root;
+            s_size = 1;
+        }
+        __syncthreads();
+        int lo = 0, hi = 1;
+        while (lo < hi) {  // a level: the stage's [lo, hi)
+            for (int base = lo; base < hi; base += FZ_TEAM_THREADS) {
+                if (tid == 0) s_nq = 0;
+                __syncthreads();
+                const int at = base + tid;
+                if (at < hi) {
+                    const int x = stage[at];
+                    const gc_i64 beg = ind[x], end = ind[x + 1];
+                    if (skip[x] < 0.0 || end - beg > FZ_TEAM_ROW) {
+                        s_q[atomicAdd(&s_nq, 1)] = x;
+                    } else {
+                        reads += (gc_u64)(end - beg);
+                        for (gc_i64 a = beg; a < end; ++a) {
+                            const int y = src[a];
+                            if (gc_bernoulli(gc_step(ckey, (gc_u64)(unsigned)eid[a]), warc[a]) && fz_team_visit(y, bm))
+                                stage[atomicAdd(&s_size, 1)] = y;
+                        }
+                    }
+                }
+                __syncthreads();
+                for (int q = warp; q < s_nq; q += FZ_TEAM_THREADS / 32)
+                    fz_team_row(s_q[q], ind, src, eid, warc, skip, old_of_new, ckey, skey, bm, stage, &s_size,
+                                reads, jumps);
+                __syncthreads();  // every warp is past its loop over s_nq before it is reset
+            }
+            lo = hi;
+            hi = s_size;
+            __syncthreads();  // every thread has read s_size before the next level appends to it
+        }
+        const int size = hi;
+        if (tid == 0) {
+            s_at = atomicAdd(&ctl[FZ_POOL], (gc_u64)size);
+            if (s_at + (gc_u64)size > pool_cap) atomicOr(&ctl[FZ_FLAGS], FZ_POOL_OVERFLOW);
+        }
+        __syncthreads();
+        const gc_u64 start = s_at;
+        const bool ok = start + (gc_u64)size <= pool_cap;
+        const int off = (int)(t * n);
+        for (int x = tid; x < size; x += FZ_TEAM_THREADS) {
+            const int v = stage[x];
+            if (ok) pool[start + x] = old_of_new[v] + off;
+            bm[v >> 5] = 0u;
+        }
+        if (tid == 0 && ok) {
+            trav_start[i] = (gc_i64)start;
+            trav_size[i] = size;
+            done += 1;
+        }
+        __syncthreads();  // the bitmap is clean and s_k is read before the next traversal
+    }
+    reads = fz_warp_sum(reads);
+    if (lane == 0 && reads) {
+        atomicAdd(&stats[FZ_S_READS], reads);
+        atomicAdd(&stats[FZ_S_UNFUSED], reads);
+    }
+    if (lane == 0 && jumps) atomicAdd(&stats[FZ_S_JUMPS], jumps);
+    if (tid == 0 && done) {
+        atomicAdd(&ctl[FZ_WRITTEN], done);
+        atomicAdd(&stats[FZ_S_TRAV], done);
+    }
 }
