@@ -1,7 +1,7 @@
 """Study (issue 14): where a small minority of the traversals is giant, what does each part of a call cost?
 
 On the GPU only, from the repository root: ``PYTHONPATH=. python3 benchmarks/study_fuseim_giants.py
-[--cells BS:0.05,Go:0.1] [--sets 200000] [--large 64] [--reps 3]``. On PA stand-ins of the web-BerkStan and
+[--cells BS:0.05,Go:0.1] [--sets 200000] [--large 64] [--reps 3] [--evict-after 3]``. On PA stand-ins of the web-BerkStan and
 web-Google sizes at a constant p where 1.6-2.1 % of the traversals reach a giant component (mean set 240-570
 elements, median 1), a call of the unfused (gim) sampler is timed whole; its set sizes split the call's
 traversals into short ones and long ones (at least ``--large`` elements). Then each part is timed alone, with
@@ -99,6 +99,7 @@ def main() -> None:
     ap.add_argument("--large", type=int, default=64)
     ap.add_argument("--widths", default="32,64,128,256")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--evict-after", default="3", help="levels before eviction, a list (FusedCUDASampler)")
     args = ap.parse_args()
     be = get_backend("cuda")
     for cell in args.cells.split(","):
@@ -152,13 +153,15 @@ def main() -> None:
             eng = make_sampler(g, "IC", 1, 0, be, "fused", batch_width=width, evict="never")
             secs_f, _ = clock(be, lambda: whole(eng, sizes.mean()), 1)
             del eng
-            eng = make_sampler(g, "IC", 1, 0, be, "fused", batch_width=width)  # evict="auto"
-            secs_e, _ = clock(be, lambda: whole(eng, sizes.mean()), args.reps)
-            eng.reset_stats()
-            whole(eng, sizes.mean())
-            st = eng.stats()
-            line = [f"  B={width} (G={eng.batches}): fused whole call {secs_f * 1e3:.1f} ms without eviction, "
-                    f"{secs_e * 1e3:.1f} ms with ({st['evicted']} evicted, {secs / secs_e:.2f}x gim)"]
+            line = [f"  B={width}: fused whole call {secs_f * 1e3:.1f} ms without eviction"]
+            for after in (int(a) for a in args.evict_after.split(",")):
+                eng = make_sampler(g, "IC", 1, 0, be, "fused", batch_width=width, evict_after=after)  # evict="auto"
+                secs_e, _ = clock(be, lambda: whole(eng, sizes.mean()), args.reps)
+                eng.reset_stats()
+                whole(eng, sizes.mean())
+                st = eng.stats()
+                line.append(f"evicting after {after} levels {secs_e * 1e3:.1f} ms ({st['evicted']} evicted, "
+                            f"{secs / secs_e:.2f}x gim)")
             part, got = clock(be, lambda: team_pass(eng, count, long_ids, e_long), args.reps)
             ok = np.array_equal(be.to_host(got)[large], sizes[large])
             line.append(f"long team pass {part * 1e3:.1f} ms{'' if ok else ' (DIFFERENT)'}")

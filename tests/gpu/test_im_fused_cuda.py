@@ -143,7 +143,7 @@ def test_successive_calls_of_any_size(midsize, model, mapping):
     assert eng.stats()["traversals"] == 5000
 
 
-EVICTING = [({}, 40_000), ({"evict": "always", "evict_after": 1, "evict_most": 64}, 40_000),
+EVICTING = [({}, 40_000), ({"evict": "always", "evict_after": 1}, 40_000),
             ({"evict": "always", "evict_after": 2, "batch_width": 256, "max_batches": 9}, 40_000),
             ({"evict": "always", "evict_after": 1, "batch_width": 32, "max_batches": 3, "levels_per_sync": 1}, 5000)]
 

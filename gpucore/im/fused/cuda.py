@@ -58,13 +58,11 @@ EXTRACT_BLOCKS_PER_SM = 4
 #: evicts in pieces expected below EVICT_BELOW x n elements per traversal, "always" in every level-mapping
 #: piece, "never" not at all
 EVICTS = ("auto", "never", "always")
-#: a slot is old once it has outlived this many extractions of its batch
-EVICT_AFTER = 4
+#: a running traversal is old (and evicted) once this many levels of its batch have passed since it was loaded
+EVICT_AFTER = 3
 #: auto's bound on the expected traversal, as a share of the vertices: where traversals are a sizable share
 #: of the graph they overlap, and fusing them is what wins
 EVICT_BELOW = 1.0 / 64
-#: a batch evicts its old slots only while at most batch width / EVICT_FEW of its running slots are old
-EVICT_FEW = 16
 #: team-pass blocks per SM (fz_team_ic: 256 threads, 32 registers) and the share of free memory their
 #: bitmaps and stages may take
 TEAM_BLOCKS_PER_SM = 8
@@ -133,7 +131,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
                  sorted_sources: bool = True, tail: str = "refill", max_batches: int | None = None,
                  levels_per_sync: int = 4, mask_fraction: float = 0.2, expand_threads: int = 256,
                  level_graphs: bool = True, mapping: str = "auto", evict: str = "auto",
-                 evict_after: int = EVICT_AFTER, evict_most: int | None = None):
+                 evict_after: int = EVICT_AFTER):
         self.options = opts = FusedOptions(batch_width, order, sorted_sources, tail)
         if mapping not in MAPPINGS:
             raise GpucoreError(f"mapping {mapping!r}: choose one of {', '.join(MAPPINGS)}")
@@ -143,7 +141,6 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         if int(evict_after) < 1:
             raise GpucoreError(f"evict_after {evict_after}: must be >= 1")
         self.evict, self.evict_after = evict, int(evict_after)
-        self.evict_most = int(evict_most) if evict_most else max(1, opts.batch_width // EVICT_FEW)
         if not (0.0 < float(mask_fraction) <= 0.9):
             raise GpucoreError(f"mask_fraction {mask_fraction}: must lie in (0, 0.9]")
         if int(levels_per_sync) < 1:
@@ -187,7 +184,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
             ("tbase", G, np.int32), ("tcount", G, np.int32), ("occ", G * W, np.uint32), ("act", G * W, np.uint32),
             ("emode", G, np.int32), ("edense", G, np.int32), ("efin", G * W, np.uint32), ("gcnt", G * B, np.int32),
             ("cursor", G * B, np.int64), ("tnew", G, np.int32), ("done", 2 * G, np.int32),
-            ("born", G * B, np.int32), ("bext", G, np.int32), ("eev", G * W, np.uint32))}
+            ("born", G * B, np.int32), ("blev", G, np.int32), ("eev", G * W, np.uint32))}
         self.__dict__.update(small)
         self.slot_tr = be.empty((G * B,), np.int64, what="fused slots")
         self.slot_key = be.empty((G * B,), np.uint64, what="fused slots")
@@ -412,8 +409,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
         """step(c, idx): expand list c into list idx (none for c = None), then decide and extract."""
         opts, d, n, W = self.options, self.d, self.n, self.options.words
         lt = np.int32(1 if self.lt else 0)
-        evict = (np.int32(evict_after), np.int32(self.evict_most), self.born, self.bext,
-                 self.eev, self.dummy if evicted is None else evicted)
+        evict = (np.int32(evict_after), self.born, self.blev, self.eev, self.dummy if evicted is None else evicted)
         expand_blocks = self.sms * max(1, 2048 // self.expand_threads)
 
         def step(c, idx: int, launch=None) -> None:

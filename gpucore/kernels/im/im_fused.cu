@@ -508,20 +508,22 @@ struct FzBatch {  // the arrays of all batches, and what a block needs to walk i
     int* ring;          // batch g's
 };
 
-// Eviction (the level mapping, IC; after == 0: none). A slot that has outlived `after` extractions of its batch
-// is old; at an extraction, when at most `most` of the batch's running slots are old and traversals are left
-// to dispatch, the old slots are evicted: their bits are cleared with the ended slots', their slots refilled,
-// and their traversal ids appended to list (ctl[FZ_EVICTED] of them) for the team pass (fz_team_ic), which
-// runs each again from its root with the same keys. Such a slot holds a traversal far longer than the
-// batch's others (a giant among short ones), whose words every extraction of the batch would walk again.
+// Eviction (the level mapping, IC; after == 0: none). A running slot is old once `after` levels of its batch have
+// passed since it was loaded; a decide step that finds old slots extracts the batch, and the old slots are
+// evicted there: their bits are cleared with the ended slots', their slots refilled, and their traversal ids
+// appended to list (ctl[FZ_EVICTED] of them) for the team pass (fz_team_ic), which runs each again from its root
+// with the same keys, so the sets do not change. The host evicts only in pieces whose traversals are expected
+// to be a small share of the graph (gpucore/im/fused/cuda.py EVICT_BELOW): there the rare traversal that runs
+// long is a giant among short ones, shares few row reads with them, and would hold its batch's extractions to
+// its own words, while a block of its own runs it at the unfused sampler's cost without a warp's latency.
 struct FzEvict {
-    int after, most;
-    int* born;      // per slot (G B): its batch's extraction count when it was loaded
-    int* bext;      // per batch (G): extractions so far
+    int after;
+    int* born;      // per slot (G B): its batch's level count when it was loaded
+    int* blev;      // per batch (G): levels so far (fz_extract's launches; approximate where read, harmlessly)
     unsigned* eev;  // per batch (G W): the slots evicted at the current extraction (read by fz_extract)
     gc_i64* list;   // the evicted traversals
 };
-#define FZ_EVICT_PARAMS int evict_after, int evict_most, int *born, int *bext, unsigned int *eev, gc_i64 *evicted
+#define FZ_EVICT_PARAMS int evict_after, int *born, int *blev, unsigned int *eev, gc_i64 *evicted
 
 // Block x of the X blocks of batch g.
 __device__ __forceinline__ FzBatch fz_batch(gc_i64 n, int W, unsigned int* vis, int* touched, int g, int x, int X) {
@@ -538,30 +540,17 @@ __device__ __forceinline__ FzBatch fz_batch(gc_i64 n, int W, unsigned int* vis, 
     return b;
 }
 
-// The eviction step of an extraction of batch b (warp 0 of its last block; module comment at FzEvict): the old
-// running slots go to E.eev[g] (none when more than E.most are old or nothing is left to dispatch).
-__device__ void fz_evict(const FzEvict& E, const FzBatch& b, const unsigned int* occ, const unsigned* s_fin,
-                         const gc_i64* slot_tr, gc_u64* ctl, gc_i64 total, int lane) {
-    const int g = b.g, W = b.W;
-    const bool more = ((volatile gc_u64*)ctl)[FZ_DISPATCH] < (gc_u64)total;
-    const int now = ((volatile int*)E.bext)[g];
-    unsigned ev[8];
-    int old = 0;
-    for (int q = 0; q < W; ++q) {
-        const int s = q * 32 + lane;
-        const bool run = ((occ[g * W + q] & ~s_fin[q]) >> lane) & 1u;
-        ev[q] = __ballot_sync(FZ_FULL, more && run && now - E.born[(gc_i64)g * b.B + s] >= E.after);
-        old += __popc(ev[q]);
-    }
-    if (old > E.most) old = 0;
-    for (int q = 0; q < W; ++q) {
-        if (!old) ev[q] = 0u;
-        const bool mine = (ev[q] >> lane) & 1u;
+// The eviction step of an extraction of batch b (warp 0 of its last block): the old slots s_old go to E.eev[g] and
+// their traversal ids to E.list.
+__device__ void fz_evict(const FzEvict& E, const FzBatch& b, const unsigned* s_old, const gc_i64* slot_tr,
+                         gc_u64* ctl, int lane) {
+    for (int q = 0; q < b.W; ++q) {
+        const unsigned ev = s_old[q];
         gc_u64 at = 0;
-        if (lane == 0 && ev[q]) at = atomicAdd(&ctl[FZ_EVICTED], (gc_u64)__popc(ev[q]));
+        if (lane == 0 && ev) at = atomicAdd(&ctl[FZ_EVICTED], (gc_u64)__popc(ev));
         at = __shfl_sync(FZ_FULL, at, 0);
-        if (mine) E.list[at + __popc(ev[q] & fz_lanemask_lt(lane))] = slot_tr[(gc_i64)g * b.B + q * 32 + lane];
-        if (lane == q) E.eev[g * W + q] = ev[q];
+        if ((ev >> lane) & 1u) E.list[at + __popc(ev & fz_lanemask_lt(lane))] = slot_tr[(gc_i64)b.g * b.B + q * 32 + lane];
+        if (lane == q) E.eev[b.g * b.W + q] = ev;
     }
 }
 
@@ -631,20 +620,30 @@ __device__ int fz_decide_batch(const FzBatch& b, gc_i64 total, int threshold, co
                                gc_u64 pool_cap, const FzEvict& E, unsigned* s_fin, int* s_dense, int* s_nocc) {
     __shared__ int s_cnt[FZ_THREADS];
     __shared__ int s_mode, s_flag;
+    __shared__ unsigned s_old[8];
     const int tid = threadIdx.x, g = b.g, W = b.W;
+    if (tid < b.B) {  // the old running slots (FzEvict); warp w takes word w
+        const int w = tid >> 5;
+        const bool old = E.after && ((occ[g * W + w] & act[w]) >> (tid & 31)) & 1u &&
+                         E.blev[g] - E.born[(gc_i64)g * b.B + tid] >= E.after;
+        const unsigned m = __ballot_sync(FZ_FULL, old);
+        if ((tid & 31) == 0) s_old[w] = m;
+    }
+    __syncthreads();
     if (tid == 0) {
-        int nocc = 0, nfin = 0;
+        int nocc = 0, nfin = 0, nold = 0;
         for (int w = 0; w < W; ++w) {
             const unsigned o = occ[g * W + w];
             s_fin[w] = o & ~act[w];
             nocc += __popc(o);
             nfin += __popc(s_fin[w]);
+            nold += __popc(s_old[w]);
         }
         const bool more = ((volatile gc_u64*)ctl)[FZ_DISPATCH] < (gc_u64)total;
         const bool skip = (((volatile gc_u64*)ctl)[FZ_FLAGS] & FZ_LIST_OVERFLOW) != 0;  // act is incomplete
         s_mode = skip ? FZ_IDLE
                       : (nocc == 0 ? (more ? FZ_LOAD : FZ_IDLE)
-                                   : ((nfin && (nfin == nocc || nfin >= threshold)) ? FZ_EXTRACT : FZ_IDLE));
+                                   : ((nold || (nfin && (nfin == nocc || nfin >= threshold))) ? FZ_EXTRACT : FZ_IDLE));
         *s_nocc = nocc;
         *s_dense = (gc_i64)count * 2 > b.nW;
     }
@@ -702,7 +701,7 @@ __device__ int fz_decide_batch(const FzBatch& b, gc_i64 total, int threshold, co
                 edense[g] = dense;
                 tnew[g] = 0;
             }
-            if (E.after) fz_evict(E, b, occ, s_fin, slot_tr, ctl, total, lane);
+            if (E.after) fz_evict(E, b, s_old, slot_tr, ctl, lane);
         }
         if (lane == 0) {
             s_mode = ok ? FZ_EXTRACT : FZ_ABORT;
@@ -725,7 +724,7 @@ extern "C" __global__ void fz_decide(gc_i64 n, int W, gc_i64 total, int threshol
                                      gc_u64* __restrict__ stats) {
     __shared__ unsigned s_fin[8];
     __shared__ int s_dense, s_nocc;
-    const FzEvict E{evict_after, evict_most, born, bext, eev, evicted};
+    const FzEvict E{evict_after, born, blev, eev, evicted};
     const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.y, blockIdx.x, gridDim.x);
     if (blockDim.x != FZ_THREADS) return;
     if (threadIdx.x == 0 && b.x == 0 && b.g == 0) {  // level bookkeeping: the list just expanded is consumed
@@ -823,15 +822,15 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
     __shared__ int s_flag, s_tc;
     __shared__ gc_i64 s_base;
     __shared__ gc_u64 s_unfused;
-    __shared__ int s_born;
     const int tid = threadIdx.x, lane = tid & 31, g = b.g, W = b.W;
     if (b.x == 0 && tid < W) act[tid] = 0u;  // decide has read it; the next level marks anew
+    if (E.after && b.x == 0 && tid == 0) E.blev[g] += 1;
     if (mode == FZ_ABORT && b.x == 0 && tid < b.B) gcnt[g * b.B + tid] = 0;  // counts are redone next time
     if (mode == FZ_LOAD && b.x == 0) {
         if (tid < W) s_occ[tid] = occ[g * W + tid];
         if (tid == 0) s_tc = count;
         fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, start, tbase, tcount, occ,
-                slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr, E.after ? E.bext[g] : 0, list, cap,
+                slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr, E.after ? ((volatile int*)E.blev)[g] : 0, list, cap,
                 lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
     }
     if (mode != FZ_EXTRACT) return;
@@ -901,18 +900,14 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
         atomicAdd(&stats[FZ_S_EXTRACT], 1ULL);
         atomicAdd(&stats[FZ_S_TRAV], (gc_u64)nfin);
         atomicAdd(&ctl[FZ_WRITTEN], (gc_u64)nfin);
-        if (E.after) {
-            int nev = 0;
-            for (int w = 0; w < W; ++w) nev += __popc(s_ev[w]);
-            if (nev) atomicAdd(&stats[FZ_S_EVICT], (gc_u64)nev);
-            s_born = E.bext[g] + 1;
-            E.bext[g] = s_born;
-        }
+        int nev = 0;
+        for (int w = 0; w < W; ++w) nev += __popc(s_ev[w]);
+        if (nev) atomicAdd(&stats[FZ_S_EVICT], (gc_u64)nev);
     }
     if (tid < W) s_occ[tid] = occ[g * W + tid] & ~(s_fin[tid] | s_ev[tid]);  // the ended and evicted slots are free
     if (!one && tid < b.B) gcnt[g * b.B + tid] = 0;            // the counts for next time
     fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, fresh_start, tbase, tcount, occ,
-            slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr, s_born, list, cap, lcount, lflags, ctl,
+            slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr, E.after ? ((volatile int*)E.blev)[g] : 0, list, cap, lcount, lflags, ctl,
             s_occ, &s_tc, s_warp, &s_base);
 }
 
@@ -934,7 +929,7 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
     __shared__ unsigned s_fin[8], s_ev[8];
     const FzBatch b = fz_batch(n, W, vis, touched, blockIdx.y, blockIdx.x, gridDim.x);
     if (blockDim.x != FZ_THREADS) return;
-    const FzEvict E{evict_after, evict_most, born, bext, eev, evicted};
+    const FzEvict E{evict_after, born, blev, eev, evicted};
     const int g = b.g, mode = emode[g];
     if (threadIdx.x < W) {
         s_fin[threadIdx.x] = efin[g * W + threadIdx.x];
@@ -998,7 +993,7 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
     if (tid < 4) s_acc[tid] = 0;
     if (tid < 8) s_act[tid] = s_ev[tid] = 0u;
     if (tid == 0) s_dq_n = 0;
-    const FzEvict E{0, 0, nullptr, nullptr, nullptr, nullptr};
+    const FzEvict E{0, nullptr, nullptr, nullptr, nullptr};
     const FzDefer dq{&s_dq_n, s_dq_x, s_dq_w};
     int cur = 0;  // the list the next level expands; that level and the loads after it fill list cur ^ 1
     if (tid == 0) {
