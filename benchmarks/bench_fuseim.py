@@ -2,7 +2,8 @@
 """Benchmark of issue 14, item 6: fused vs unfused RR-set sampling on the GPU (FuseIM's Fig. 7 and Table 2).
 
     python3 benchmarks/bench_fuseim.py OUT [--graphs BS,Go,PR,TC,LJ] [--parts sweep,heuristics]
-        [--probs 0.05,0.1,0.2,0.3,0.4,0.5,1.0,wc] [--widths 32,64,128,256] [--mappings auto] [--sets 20000]
+        [--probs 0.05,0.1,0.2,0.3,0.4,0.5,1.0,wc] [--widths 32,64,128,256] [--mappings auto] [--evicts auto]
+        [--sets 20000]
         [--max-elements 1e8] [--min-sets 512] [--budget 540] [--cache /tmp/gpucore-bench-graphs]
 
 Graphs: preferential-attachment stand-ins (``gpucore generate pa``, seed 1, reciprocity 0.3) with the
@@ -14,7 +15,8 @@ a constant p on every arc, or weighted cascade ("wc", p = 1 / indegree). IC.
 A cell (graph, p) samples the same RR sets j = 0 .. S-1 (run seed --seed) with the unfused gIM-style
 sampler and with the fused one at every width (default options: no reordering, sorted sources, tail
 refill), in each CUDA mapping of --mappings (``auto``, the sampler's own pick, by default; ``level,resident``
-times both). S = --sets, lowered for cells with large sets so that one collection stays below
+times both), with each eviction setting of --evicts (``auto``, the sampler's default; ``never``; a number: that
+``evict_after``). S = --sets, lowered for cells with large sets so that one collection stays below
 --max-elements elements (p = 1 makes every set the whole reachable part of the graph; the paper's
 Fig. 7 has no point there for the same reason), and at least --min-sets (512). Each sampler is warmed
 up (kernel compilation, a pilot of 256 sets that also gives the mean set size) and then timed on the S sets
@@ -134,7 +136,7 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None, last=
     t = time.perf_counter()
     unfused = make_sampler(g, "IC", 1, args.seed, be, "gim")
     cell["unfused_setup_seconds"] = time.perf_counter() - t
-    configs = variants or configurations(widths, args.mappings.split(","))
+    configs = variants or configurations(widths, args.mappings.split(","), args.evicts.split(","))
     if args.unfused_once:  # latency-bound cells: no pilot, one timed call (module docstring)
         warm = make_sampler(graph, "IC", 1, args.seed, be, "gim")  # the graph's weighted cascade: tiny sets
         timed_sample(warm, args.pilot, 0.0, j0=1 << 30)[1].release()
@@ -195,10 +197,18 @@ def run_cell(graph, prob: str, widths, args, be, remaining, variants=None, last=
     return cell
 
 
-def configurations(widths, mappings) -> list:
-    """(sampler options, label) per width and mapping; the label is the width alone for one mapping "auto"."""
-    plain = list(mappings) == ["auto"]
-    return [({"batch_width": int(w), "mapping": m}, str(w) if plain else f"{w} {m}") for w in widths for m in mappings]
+def configurations(widths, mappings, evicts=("auto",)) -> list:
+    """(sampler options, label) per width, mapping and eviction ("auto", "never", or a number: auto with that
+    ``evict_after``); the label is the width alone for one mapping "auto" and one eviction "auto"."""
+    out = []
+    for w in widths:
+        for m in mappings:
+            for e in evicts:
+                opts = {"batch_width": int(w), "mapping": m}
+                opts.update({} if e == "auto" else {"evict": "never"} if e == "never" else {"evict_after": int(e)})
+                label = str(w) if list(mappings) == ["auto"] else f"{w} {m}"
+                out.append((opts, label if list(evicts) == ["auto"] else f"{label} ev={e}"))
+    return out
 
 
 def measured(cell) -> dict:
@@ -214,6 +224,8 @@ def main(argv=None) -> int:
     p.add_argument("--probs", default="0.05,0.1,0.2,0.3,0.4,0.5,1.0,wc")
     p.add_argument("--heuristic-probs", default="0.1,0.3,wc")
     p.add_argument("--widths", default="32,64,128,256")
+    p.add_argument("--evicts", default="auto", help="eviction settings of the fused sampler to time at every width, "
+                   "among auto, never and numbers (auto with that evict_after)")
     p.add_argument("--mappings", default="auto", help="CUDA fused mappings to time at every width, among "
                                                       "auto,level,resident (auto: the sampler's own pick)")
     p.add_argument("--sets", type=int, default=20_000, help="RR sets per cell (fewer when sets are large)")
@@ -397,7 +409,8 @@ def _resident_mark(record) -> str:
 def markdown(rep: dict) -> str:
     dev, prm = rep.get("device") or {}, rep["parameters"]
     labels = [label for _, label in configurations(rep["parameters"]["widths"].split(","),
-                                                   rep["parameters"].get("mappings", "auto").split(","))]
+                                                   rep["parameters"].get("mappings", "auto").split(","),
+                                                   rep["parameters"].get("evicts", "auto").split(","))]
     lines = [
         "# FuseIM benchmark: fused vs unfused RR-set sampling (issue 14, item 6)",
         "",

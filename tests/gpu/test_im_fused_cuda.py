@@ -92,7 +92,7 @@ def test_midsize_many_batches_and_levels_per_sync(midsize, model):
     g, want = graphs[model], reference(model, 40_000)
     for kw in ({}, {"levels_per_sync": 1, "max_batches": 7}, {"batch_width": 256, "levels_per_sync": 16},
                {"level_graphs": False}, {"levels_per_sync": 3, "max_batches": 5}):
-        eng = fused(g, model, 1, 3, mapping="level", **kw)
+        eng = fused(g, model, 1, 3, mapping="level", evict="never", **kw)  # evicting, a piece ends within a block
         same_sets(want, engine_sets(eng, 5, 40_000, batch=15_000))
         assert_clean(eng)
         s = eng.stats()  # blocks after the first of a piece replay a CUDA graph, unless turned off
