@@ -19,7 +19,7 @@ from gpucore.backend import get_backend
 from gpucore.errors import GpucoreError, OutOfMemoryError
 from gpucore.graph import save_graph
 from gpucore.im import imm
-from gpucore.im.auto import AUTO_MIN_LARGE, AUTO_MIN_MEAN, AUTO_WIDTH, PROBE_SETS, Probe, choose, probe
+from gpucore.im.auto import AUTO_MIN_MEAN, AUTO_WIDTH, PROBE_SETS, Probe, choose, probe
 from gpucore.im.engine import SAMPLERS, make_engine
 from tests.im_graphs import dense_graph, giant_minority_graph, pa_graph, wc_graph
 
@@ -43,20 +43,18 @@ def _probe(graph, rounds=1, model="IC", seed=0, **kw):
     return probe(make_engine(graph, model, rounds, seed, CPU, "gim"), **kw)
 
 
-@pytest.mark.parametrize("traversal_mean,large,rounds,want", [
-    (AUTO_MIN_MEAN, 4, 1, "fused"), (AUTO_MIN_MEAN - 0.01, 10, 1, "gim"), (AUTO_MIN_MEAN, 4, 3, "fused"),
-    (1.0, 100, 2, "gim"), (1000.0, 3, 1, "gim"), (1000.0, 4, 1, "fused")])
-def test_the_rule_compares_elements_per_traversal(traversal_mean, large, rounds, want):
-    """Both conditions: the mean elements per traversal, and the fraction of the sets that reach it (of 100
-    sets, 4 is AUTO_MIN_LARGE; 3 is not, whatever the mean)."""
+@pytest.mark.parametrize("traversal_mean,rounds,want", [
+    (AUTO_MIN_MEAN, 1, "fused"), (AUTO_MIN_MEAN - 0.01, 1, "gim"), (AUTO_MIN_MEAN, 3, "fused"),
+    (AUTO_MIN_MEAN - 0.01, 3, "gim"), (1.0, 2, "gim"), (1000.0, 1, "fused")])
+def test_the_rule_compares_elements_per_traversal(traversal_mean, rounds, want):
+    """The mean elements per traversal (per set divided by the rounds) against AUTO_MIN_MEAN."""
     sets = 100
-    seen = Probe(None, sets, int(round(traversal_mean * rounds * sets)), rounds, large)
+    seen = Probe(None, sets, int(round(traversal_mean * rounds * sets)), rounds)
     choice = choose(seen, "IC", "cuda")
     assert choice.sampler == want
     assert choice.options == ({"batch_width": AUTO_WIDTH} if want == "fused" else {})
     assert choice.to_dict() == {"mode": "auto", "probe_sets": sets, "probe_mean_size": seen.mean_size,
-                                "probe_traversal_mean": seen.traversal_mean, "threshold": AUTO_MIN_MEAN,
-                                "probe_large_fraction": large / sets, "min_large_fraction": AUTO_MIN_LARGE}
+                                "probe_traversal_mean": seen.traversal_mean, "threshold": AUTO_MIN_MEAN}
 
 
 @pytest.mark.parametrize("model,backend,note", [
@@ -65,7 +63,7 @@ def test_the_rule_compares_elements_per_traversal(traversal_mean, large, rounds,
 def test_the_rule_gives_lt_and_cpu_runs_to_gim(model, backend, note):
     """The fused sampler was measured to win on IC runs on a GPU only: elsewhere auto runs gim, saying so where
     the mean was large."""
-    large = choose(Probe(None, 10, 10 * 1000, 1, 10), model, backend)
+    large = choose(Probe(None, 10, 10 * 1000, 1), model, backend)
     assert large.sampler == "gim" and large.options == {} and large.to_dict()["note"] == note
     assert "note" not in choose(Probe(None, 10, 10, 1), model, backend).to_dict()
 
@@ -89,18 +87,17 @@ def test_probe_picks_fused_on_constant_p(graphs, name, rounds):
         assert seen.sets < PROBE_SETS  # stopped early
 
 
-def test_probe_gives_a_giant_minority_to_gim():
-    """A mean above the threshold from 2 % of the sets (4,000 elements each; the others 1): the probe does not
-    stop on the mean alone, it draws all its sets, counts the large ones, and the rule picks gim."""
+def test_probe_gives_a_giant_minority_to_fused():
+    """A mean above the threshold from 2 % of the sets (4,000 elements each; the others 1): the fused sampler
+    evicts such traversals to its team pass, so the mean decides; the probe stops once it is certain, and the
+    whole probe picks the same."""
     seen = _probe(giant_minority_graph())
-    sizes = np.diff(seen.coll.offsets)
-    assert seen.sets == PROBE_SETS and seen.traversal_mean >= AUTO_MIN_MEAN
-    assert seen.large == int(np.count_nonzero(sizes >= AUTO_MIN_MEAN)) and 0 < seen.large_fraction < AUTO_MIN_LARGE
-    assert set(np.unique(sizes)) == {1, 4000}
-    assert choose(seen, "IC", "cuda").sampler == "gim"
-    many = _probe(giant_minority_graph(n=10_000, core=1500))  # 15 % large: certain after the first large sets
-    assert many.sets < PROBE_SETS and many.large >= AUTO_MIN_LARGE * PROBE_SETS
-    assert choose(many, "IC", "cuda").sampler == "fused"
+    full = _probe(giant_minority_graph(), threshold=float("inf"))
+    sizes = np.diff(full.coll.offsets)
+    assert full.sets == PROBE_SETS and set(np.unique(sizes)) == {1, 4000}
+    assert 0 < np.mean(sizes >= AUTO_MIN_MEAN) < 0.04 and full.traversal_mean >= AUTO_MIN_MEAN
+    assert seen.sets <= PROBE_SETS and seen.elements >= AUTO_MIN_MEAN * PROBE_SETS
+    assert choose(seen, "IC", "cuda").sampler == choose(full, "IC", "cuda").sampler == "fused"
 
 
 def test_probe_draws_the_first_keys():

@@ -14,29 +14,19 @@ mapping later brought the tiny-set cells to 0.9-1.04x in calls of 20,000 sets, b
 of 200,000 on the web-Google- and web-BerkStan-size graphs: the threshold stays.) Width 256 was the fastest
 width at every mean size where fused won.
 
-The mean is not enough. At p = 0.05 to 0.2 on those PA graphs a minority of traversals reach the giant
+The mean alone decides. At p = 0.05 to 0.2 on those PA graphs a minority of traversals reach the giant
 component and hold tens of thousands of elements while the rest hold one or two, so the mean is large and
-the median 1 or 2. Where that minority is small, calls of 200,000 sets ran 0.55x (web-Google size, p = 0.1,
-2.1 % of the traversals at 64 elements or more) and 0.25x (web-BerkStan size, p = 0.05, 1.6 %) of gim at
-the best width (30691b2, ``results/reference/fuseim/bench_fuseim-h100-large-calls-p-30691b2.md``): a batch
-that holds a giant traversal walks its whole visited-word list at every extraction of its short ones, and
-those come every level or two. (Calls of 20,000 sets had shown 1.4x-3.5x there: gim's time was then its
-longest sets', not its throughput.) Where it is large, fused won: 11.3x (web-Google size, p = 0.2, 21.7 %),
-4.7x (web-BerkStan size, p = 0.1, 19.9 %), and in earlier records 5.4x (soc-Pokec size, p = 0.05, 13.3 %) and
-3.9x (wiki-topcats size, p = 0.05, 8.0 %; the fractions from 300 to 512 sets of each graph drawn on the CPU).
-The giant traversals share their reads only with each other, and a width-256 batch held about 5 of them at
-2 % and 20 at 8 %. So auto also asks that at least ``AUTO_MIN_LARGE`` = 4 % of the probe's traversals hold
-``AUTO_MIN_MEAN`` elements or more (a factor of about 2 from 2.1 % and from 8 %). Few points decide it: one
-H100, four graphs, and the winning cells were calls of at most 3,300 sets (the elements of larger calls do
-not fit).
+the median 1 or 2. Where that minority was small (2 %), calls of 200,000 sets once ran 0.18-0.55x of gim, and
+auto then also asked that 4 % of the probe's traversals be large. The fused sampler now evicts such long-running
+traversals from its batches and runs them in its team pass, a block per traversal (``docs/fuseim.md``,
+"Eviction"); the same calls run 3.1-4.0x faster than gim on one H200 (``results/reference/fuseim``), so the
+second condition is gone.
 
 The probe: sets j = 0, 1, ... (the first keys of the lower-bound search, drawn once more and thrown
 away) with the gim sampler, 16, 16, 32, then ``PROBE_STEP`` at a time, up to ``PROBE_SETS``; the fused sampler is
-chosen when the mean elements per traversal of the ``PROBE_SETS`` sets reach ``AUTO_MIN_MEAN`` and at least
-``AUTO_MIN_LARGE`` of them (a set counts by its elements divided by T) reach it too. The probe stops as soon as
-both are certain (the elements drawn already reach ``AUTO_MIN_MEAN`` x T x ``PROBE_SETS`` and the large sets
-drawn ``AUTO_MIN_LARGE`` x ``PROBE_SETS``), so large sets cost a few steps; the choice is the same as with the
-whole probe.
+chosen when the mean elements per traversal of the ``PROBE_SETS`` sets reach ``AUTO_MIN_MEAN``. The probe stops as
+soon as that is certain (the elements drawn already reach ``AUTO_MIN_MEAN`` x T x ``PROBE_SETS``), so large sets
+cost a few steps; the choice is the same as with the whole probe.
 Keys are the same on every rank of a distributed run, hence so is the choice.
 
 Only where the fused sampler was measured to win does the rule send runs to it: IC runs on a GPU
@@ -52,12 +42,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 #: mean elements per traversal from which auto picks the fused sampler
 AUTO_MIN_MEAN = 64.0
-#: fraction of the probe's traversals that must hold AUTO_MIN_MEAN elements or more, too
-AUTO_MIN_LARGE = 0.04
 #: the models and backends whose runs auto may give the fused sampler (where it was measured to win)
 AUTO_MODELS = ("IC",)
 AUTO_BACKENDS = ("cuda",)
@@ -76,12 +62,6 @@ class Probe:
     sets: int
     elements: int
     rounds: int
-    large: int = 0  # sets of at least AUTO_MIN_MEAN x rounds elements
-
-    @property
-    def large_fraction(self) -> float:
-        """Fraction of the sets that hold at least ``AUTO_MIN_MEAN`` elements per traversal."""
-        return self.large / self.sets if self.sets else 0.0
 
     @property
     def mean_size(self) -> float:
@@ -96,17 +76,13 @@ class Probe:
 
 def probe(engine, sets: int = PROBE_SETS, step: int = PROBE_STEP, threshold: float = AUTO_MIN_MEAN) -> Probe:
     """Draw sets j = 0, 1, ... with ``engine`` until ``sets`` are drawn, or until their elements already reach
-    ``threshold`` x rounds x ``sets`` and ``AUTO_MIN_LARGE`` x ``sets`` of them hold ``AUTO_MIN_MEAN`` x rounds
-    elements or more (module docstring; ``threshold`` = inf draws them all)."""
+    ``threshold`` x rounds x ``sets`` (module docstring; ``threshold`` = inf draws them all)."""
     coll = engine.collection(0)
-    certain, big = threshold * engine.rounds * sets, AUTO_MIN_MEAN * engine.rounds
-    large = 0
-    while coll.count < sets and (coll.total < certain or large < AUTO_MIN_LARGE * sets):
-        first = coll.count
+    certain = threshold * engine.rounds * sets
+    while coll.count < sets and coll.total < certain:
         engine.sample_into(coll, min(step, sets - coll.count, max(16, coll.count)), coll.mean_size)
-        large += int(np.count_nonzero(np.diff(coll.backend.to_host(coll.offsets[first:])) >= big))
     engine.synchronize()
-    return Probe(coll, int(coll.count), int(coll.total), int(engine.rounds), large)
+    return Probe(coll, int(coll.count), int(coll.total), int(engine.rounds))
 
 
 @dataclass
@@ -120,15 +96,13 @@ class SamplerChoice:
     probe_mean_size: float = 0.0  # elements per RR set
     probe_traversal_mean: float = 0.0  # elements per traversal: what the rule compares
     threshold: float = AUTO_MIN_MEAN
-    probe_large_fraction: float = 0.0  # share of sets of AUTO_MIN_MEAN elements per traversal or more: compared too
-    note: str = ""  # why gim runs although the probe met both conditions (model, backend, no masks fit)
+    note: str = ""  # why gim runs although the probe's mean reached the threshold (model, backend, no masks fit)
 
     def to_dict(self) -> dict:
         if self.mode != "auto":
             return {"mode": self.mode}
         out = {"mode": "auto", "probe_sets": self.probe_sets, "probe_mean_size": self.probe_mean_size,
-               "probe_traversal_mean": self.probe_traversal_mean, "threshold": self.threshold,
-               "probe_large_fraction": self.probe_large_fraction, "min_large_fraction": AUTO_MIN_LARGE}
+               "probe_traversal_mean": self.probe_traversal_mean, "threshold": self.threshold}
         if self.note:
             out["note"] = self.note
         return out
@@ -136,14 +110,13 @@ class SamplerChoice:
 
 def choose(seen: Probe, model: str, backend: str, threshold: float = AUTO_MIN_MEAN) -> SamplerChoice:
     """The auto rule on a probe: for a ``model`` of ``AUTO_MODELS`` on a ``backend`` (its name) of
-    ``AUTO_BACKENDS``, fused at ``AUTO_WIDTH`` from ``threshold`` elements per traversal on the mean and on at
-    least ``AUTO_MIN_LARGE`` of the sets, else gim (with a note where only the model or the backend ruled fused
-    out)."""
-    large = seen.traversal_mean >= threshold and seen.large_fraction >= AUTO_MIN_LARGE
+    ``AUTO_BACKENDS``, fused at ``AUTO_WIDTH`` from ``threshold`` elements per traversal on the mean, else gim
+    (with a note where only the model or the backend ruled fused out)."""
+    large = seen.traversal_mean >= threshold
     fused = large and model in AUTO_MODELS and backend in AUTO_BACKENDS
     note = ""
     if large and not fused:
         note = (f"{model}: the fused sampler is not measured on {model} traversals" if model not in AUTO_MODELS
                 else f"{backend}: the fused sampler is not faster than gim on the {backend} backend")
     return SamplerChoice("auto", "fused" if fused else "gim", {"batch_width": AUTO_WIDTH} if fused else {},
-                         seen.sets, seen.mean_size, seen.traversal_mean, threshold, seen.large_fraction, note)
+                         seen.sets, seen.mean_size, seen.traversal_mean, threshold, note)

@@ -59,7 +59,9 @@ EXTRACT_BLOCKS_PER_SM = 4
 #: piece, "never" not at all
 EVICTS = ("auto", "never", "always")
 #: a running traversal is old (and evicted) once this many levels of its batch have passed since it was loaded
-EVICT_AFTER = 3
+#: (1, 2, 3 and 6 gave 3.8-4.0x, 3.6-3.8x, 3.6x and 2.9-3.1x gim at web-BerkStan size, p = 0.05, and 3.5-3.6x,
+#: 3.3-3.4x, 3.1-3.3x and 2.6-2.8x at web-Google size, p = 0.1, on one H200: study-giants-evict-h200.md)
+EVICT_AFTER = 1
 #: auto's bound on the expected traversal, as a share of the vertices: where traversals are a sizable share
 #: of the graph they overlap, and fusing them is what wins
 EVICT_BELOW = 1.0 / 64
