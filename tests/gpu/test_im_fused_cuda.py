@@ -20,7 +20,7 @@ from gpucore.im.cpu import CPUSampler
 from gpucore.im.engine import make_sampler
 from gpucore.im.rrsets import ESTIMATE_OFFSET
 from gpucore.im.sampling import canonical, engine_sets
-from tests.im_graphs import pa_graph
+from tests.im_graphs import giant_minority_graph, pa_graph
 from tests.test_im_fused import same_imm
 
 
@@ -51,7 +51,7 @@ def assert_clean(eng):
 
 @pytest.fixture(scope="module")
 def graphs():
-    return {"wc": pa_graph(), "p03": pa_graph(3000, 30000, seed=4, prob=0.3)}
+    return {"wc": pa_graph(), "p03": pa_graph(3000, 30000, seed=4, prob=0.3), "giant": giant_minority_graph()}
 
 
 @pytest.mark.parametrize("model,rounds", [("IC", 1), ("LT", 1), ("IC", 3), ("LT", 2)])
@@ -242,11 +242,11 @@ def test_fusing_reads_fewer_edges_at_high_p(graphs):
     assert s["edge_reads"] * 10 < s["edge_reads_unfused"] and s["occupancy"] > 0.1
 
 
-@pytest.mark.parametrize("name,picked", [("wc", "gim"), ("p03", "fused")])
+@pytest.mark.parametrize("name,picked", [("wc", "gim"), ("p03", "fused"), ("giant", "fused")])
 def test_auto_picks_and_answers_as_cpu_gim(graphs, name, picked):
     """--sampler auto on the GPU (the default): the gim engine probes, the pick (fused at width 256 on constant
-    p = 0.3, gim on weighted cascade) runs the phases, the answer is the CPU gim run's and the result records
-    the choice."""
+    p = 0.3 and where 2 % of the sets are giant, its batches then evicting them to the team pass; gim on weighted
+    cascade) runs the phases, the answer is the CPU gim run's and the result records the choice."""
     g = graphs[name]
     want = imm(g, 10, 0.5, "IC", seed=5, backend="cpu", sampler="gim")
     got = imm(g, 10, 0.5, "IC", seed=5, backend="cuda")
@@ -258,4 +258,5 @@ def test_auto_picks_and_answers_as_cpu_gim(graphs, name, picked):
         assert got["sampler_options"] == {"batch_width": 256}
         assert got["sampler_stats"]["backend"] == "cuda" and got["sampler_stats"]["batch_width"] == 256
         assert got["sampler_stats"]["traversals"] == got["theta"] + got["estimate_sets"]["count"]
+        assert (got["sampler_stats"]["evicted"] > 0) == (name == "giant")
     assert got["warm_up_seconds"] > 0 and sum(got["seconds_by_phase"].values()) <= got["seconds"]
