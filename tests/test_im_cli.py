@@ -67,6 +67,8 @@ def test_im_lt_mrim_to_stdout(graph_file):
      (["--k", 3, "--sampler", "fused", "--batch-width", "wide"], "--batch-width 'wide': expected a whole number"),
      (["--k", 3, "--sampler", "fused", "--order", "metis"], "--order 'metis': choose one of none, rcm, community"),
      (["--k", 3, "--sampler", "fused", "--tail", "pause"], "--tail 'pause': choose one of none, refill"),
+     (["--k", 3, "--sampler", "fused", "--evict", "always"], "--evict 'always': the CPU fused sampler evicts nothing"),
+     (["--k", 3, "--sampler", "gim", "--evict", "never"], "--evict: an option of --sampler fused"),
      (["--k", 3, "--batch-width", 64], "--batch-width: an option of --sampler fused, not of --sampler auto"),
      (["--k", 3, "--sampler", "gim", "--no-sorted-sources"], "--[no-]sorted-sources: an option of --sampler fused"),
      (["--k", 3, "--order", "rcm", "--tail", "none"], "--order: an option of --sampler fused")],
@@ -87,11 +89,11 @@ def test_im_fused_sampler_options(graph_file, tmp_path):
     path, g = graph_file
     out = tmp_path / "fused.json"
     proc = gpucore("im", "--graph", path, "--k", 4, "--eps", 0.5, "--backend", "cpu", "--sampler", "fused",
-                   "--batch-width", 32, "--order", "rcm", "--no-sorted-sources", "--tail", "none", "-o", out)
+                   "--batch-width", 32, "--order", "rcm", "--no-sorted-sources", "--tail", "none", "--evict", "never", "-o", out)
     assert proc.returncode == 0, proc.stderr
     res = json.loads(out.read_text())
     opts = {"batch_width": 32, "order": "rcm", "sorted_sources": False, "tail": "none"}
-    assert res["sampler"] == "fused" and res["sampler_options"] == opts
+    assert res["sampler"] == "fused" and res["sampler_options"] == {**opts, "evict": "never"}
     stats = res["sampler_stats"]
     assert {k: stats[k] for k in opts} == opts and stats["backend"] == "cpu"
     for key in ("edge_reads", "edge_reads_unfused", "occupancy", "levels", "frontier_bytes_peak", "mask_bytes"):

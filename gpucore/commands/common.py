@@ -197,7 +197,7 @@ def add_memory_option(parser, what: str) -> None:
 #: the sampler options of ``add_sampler_options``: (flag, key of the sampler's options) per sampler taking them
 SAMPLER_FLAGS = {
     "fused": (("--batch-width", "batch_width"), ("--order", "order"), ("--[no-]sorted-sources", "sorted_sources"),
-              ("--tail", "tail")),
+              ("--tail", "tail"), ("--evict", "evict")),
 }
 
 
@@ -208,8 +208,8 @@ def add_sampler_options(parser) -> None:
     parser.add_argument("--sampler", default="auto", metavar="{auto,gim,fused}",
                         help="RR-set sampler: gim (gIM's, one traversal per warp), fused (FuseIM: many traversals "
                              "share one frontier of bit masks) or auto (default): a probe of up to 512 throw-away "
-                             "sets measures the elements per traversal, and IC runs on a GPU where the mean and "
-                             "at least 4 % of the sets reach 64 use fused at width 256, the others gim (H100 "
+                             "sets measures the elements per traversal, and IC runs on a GPU where the mean "
+                             "reaches 64 use fused at width 256, the others gim (H100 and H200 "
                              "measurements, docs/im.md). Both draw the same sets: the choice changes time, never "
                              "the answer. The result records it (sampler, sampler_choice)")
     group = parser.add_argument_group("fused sampler (--sampler fused; docs/fuseim.md)")
@@ -221,6 +221,10 @@ def add_sampler_options(parser) -> None:
                        help="draw a piece's roots first and batch them in sorted order (default: sorted)")
     group.add_argument("--tail", default=None, help="batch tail: none (reload when all ended) | refill (reload "
                                                     "ended slots once a quarter ended) (default refill)")
+    group.add_argument("--evict", default=None, help="CUDA, IC: hand traversals that run long in their batch to a "
+                                                     "team pass, a block per traversal: auto (where traversals are "
+                                                     "expected below n / 64 elements) | never | always (default auto; "
+                                                     "the CPU sampler evicts nothing)")
 
 
 def sampler_options(args) -> dict:

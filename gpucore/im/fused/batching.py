@@ -31,6 +31,9 @@ WIDTHS = (32, 64, 128, 256)
 #: reloads the bit slots of ended traversals once at least a quarter of them ended; half of them in the
 #: CUDA resident mapping, FusedOptions.resident_refill_threshold)
 TAILS = ("none", "refill")
+#: eviction of long-running traversals to a team pass (the CUDA sampler, IC; ``docs/fuseim.md``): "auto" where
+#: traversals are expected to be a small share of the graph, "never", or "always" (every level-mapping piece)
+EVICTS = ("auto", "never", "always")
 #: most traversals per piece of a call (bounds per-traversal arrays; pieces are whole sets)
 MAX_PIECE_TRAVERSALS = 1 << 22
 

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from gpucore.backend import available_ram
-from gpucore.errors import OutOfMemoryError, format_bytes
+from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.cpu import CPUSampler, lt_pick, next_live
 from gpucore.im.fused.batching import FusedOptions, dispatch_order, pieces, set_roots
 from gpucore.im.fused.layout import traversal_graph
@@ -327,8 +327,11 @@ class FusedCPUSampler(Instrumented, CPUSampler):
 
     def __init__(self, graph, model: str, rounds: int, seed: int, backend, batch_width: int = 64, order: str = "none",
                  sorted_sources: bool = True, tail: str = "refill", workers: int | None = None,
-                 memory_limit: int | None = None):
+                 memory_limit: int | None = None, evict: str = "auto"):
         self.options = FusedOptions(batch_width, order, sorted_sources, tail)
+        if evict not in ("auto", "never"):  # auto's rule never evicts here: there is no team pass on the CPU
+            raise GpucoreError(f"--evict {evict!r}: the CPU fused sampler evicts nothing (auto or never); "
+                               f"'always' needs the CUDA sampler's team pass")
         super().__init__(graph, model, rounds, seed, backend)
         W = self.options.words
         per_worker = scratch_bytes(self.n, W)

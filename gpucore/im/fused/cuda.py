@@ -40,7 +40,7 @@ import numpy as np
 from gpucore.backend import scan_total
 from gpucore.errors import GpucoreError, OutOfMemoryError, format_bytes
 from gpucore.im.cuda import CUDASamplerBase
-from gpucore.im.fused.batching import FusedOptions, pieces
+from gpucore.im.fused.batching import EVICTS, FusedOptions, pieces
 from gpucore.im.fused.layout import traversal_graph
 from gpucore.im.fused.stats import KERNEL_COUNTERS, Instrumented, SamplerStats
 
@@ -54,10 +54,9 @@ MAPPINGS = ("auto", "level", "resident")
 RESIDENT_BELOW = 64.0
 #: blocks per batch of the extraction kernels aim at this many blocks in all, per SM
 EXTRACT_BLOCKS_PER_SM = 4
-#: eviction of long-running traversals from level-mapping batches (IC; ``FzEvict`` in im_fused.cu): "auto"
-#: evicts in pieces expected below EVICT_BELOW x n elements per traversal, "always" in every level-mapping
+#: eviction of long-running traversals from level-mapping batches (IC; ``FzEvict`` in im_fused.cu; batching.EVICTS):
+#: "auto" evicts in pieces expected below EVICT_BELOW x n elements per traversal, "always" in every level-mapping
 #: piece, "never" not at all
-EVICTS = ("auto", "never", "always")
 #: a running traversal is old (and evicted) once this many levels of its batch have passed since it was loaded
 #: (1, 2, 3 and 6 gave 3.8-4.0x, 3.6-3.8x, 3.6x and 2.9-3.1x gim at web-BerkStan size, p = 0.05, and 3.5-3.6x,
 #: 3.3-3.4x, 3.1-3.3x and 2.6-2.8x at web-Google size, p = 0.1, on one H200: study-giants-evict-h200.md)
@@ -139,7 +138,7 @@ class FusedCUDASampler(Instrumented, CUDASamplerBase):
             raise GpucoreError(f"mapping {mapping!r}: choose one of {', '.join(MAPPINGS)}")
         self.mapping = mapping
         if evict not in EVICTS:
-            raise GpucoreError(f"evict {evict!r}: choose one of {', '.join(EVICTS)}")
+            raise GpucoreError(f"--evict {evict!r}: choose one of {', '.join(EVICTS)}")
         if int(evict_after) < 1:
             raise GpucoreError(f"evict_after {evict_after}: must be >= 1")
         self.evict, self.evict_after = evict, int(evict_after)
