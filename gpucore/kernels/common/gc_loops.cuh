@@ -21,6 +21,8 @@
 //   gc_thread_id(), gc_thread_count(), gc_warp_id(), gc_warp_count()      (over the whole grid)
 //   gc_warp_inclusive_sum(x)    lane l gets x_0 + ... + x_l   (int, long long, unsigned long long)
 //   gc_warp_sum(x)              every lane gets x_0 + ... + x_31
+//   gc_row_next(...)            a warp's next step over an IC in-row: 32 arcs, or 32 geometric jumps at a
+//                               skipping node (gpucore/im/skipping.py)
 #ifndef GC_LOOPS_CUH
 #define GC_LOOPS_CUH
 #include "gc_random.cuh"  // gc_i64, gc_u64
@@ -69,6 +71,25 @@ template <typename T>
 __device__ __forceinline__ T gc_warp_sum(T x) {
     for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(GC_FULL_MASK, x, off);
     return x;
+}
+
+// A warp's next step over a row of d arcs (all lanes call it with the same arguments): this lane's position in
+// the row (>= d: none). A row with coins takes 32 consecutive arcs a step; a skipping row (rlq < 0) takes the next
+// 32 live positions, lane i's jump drawn by jump(gc_step(hv, jumps + i), rlq, d) (a geometric gap, the caller's
+// gc_skip_jump or a non-inlined wrapper of it) and placed by a warp prefix sum (SUBSIM, Guo et al., SIGMOD 2020,
+// sec. 4). next: the first position of the step (advanced past it); jumps: the jumps drawn so far (+= 32).
+template <typename Jump>
+__device__ __forceinline__ gc_i64 gc_row_next(bool skipping, gc_u64 hv, double rlq, gc_i64 d, gc_i64& next, int& jumps,
+                                              Jump jump) {
+    const int lane = gc_lane();
+    if (!skipping) {
+        next += 32;
+        return next - 32 + lane;
+    }
+    const gc_i64 at = next + gc_warp_inclusive_sum(jump(gc_step(hv, (gc_u64)(jumps + lane)), rlq, d) + 1) - 1;
+    jumps += 32;
+    next = __shfl_sync(GC_FULL_MASK, at, 31) + 1;
+    return at;
 }
 
 #endif  // GC_LOOPS_CUH

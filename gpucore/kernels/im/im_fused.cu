@@ -1155,15 +1155,7 @@ __device__ __forceinline__ void fz_team_row(gc_i64 x, const gc_i64* __restrict__
     if (!skipping && lane == 0) reads += (gc_u64)d;
     int jumps = 0;
     for (gc_i64 next = 0; next < d;) {
-        gc_i64 at;  // this lane's position in the row (>= d: none)
-        if (skipping) {
-            at = next + gc_warp_inclusive_sum(fz_jump(gc_step(hv, (gc_u64)(jumps + lane)), rlq, d) + 1) - 1;
-            jumps += 32;
-            next = __shfl_sync(FZ_FULL, at, 31) + 1;
-        } else {
-            at = next + lane;
-            next += 32;
-        }
+        const gc_i64 at = gc_row_next(skipping, hv, rlq, d, next, jumps, fz_jump);  // >= d: none
         bool fresh = false;
         int y = 0;
         if (at < d) {

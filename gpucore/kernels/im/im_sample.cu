@@ -165,16 +165,7 @@ __device__ long long im_build_set(const gc_i64* __restrict__ in_indptr, const in
                         qcount -= 32;
                         __syncwarp();
                     }
-                    gc_i64 at;  // this lane's arc: a position in the row, or >= d for none
-                    if (skipping) {
-                        at = next + gc_warp_inclusive_sum(
-                                        gc_skip_jump(gc_step(hv, (gc_u64)(jumps + lane)), rlq, d) + 1) - 1;
-                        jumps += 32;
-                        next = __shfl_sync(IM_FULL, at, 31) + 1;
-                    } else {
-                        at = next + lane;
-                        next += 32;
-                    }
+                    const gc_i64 at = gc_row_next(skipping, hv, rlq, d, next, jumps, gc_skip_jump);  // >= d: none
                     bool want = false;
                     int v = 0;
                     if (at < d) {
