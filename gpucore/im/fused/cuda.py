@@ -54,9 +54,9 @@ MAPPINGS = ("auto", "level", "resident")
 RESIDENT_BELOW = 64.0
 #: blocks per batch of the extraction kernels aim at this many blocks in all, per SM
 EXTRACT_BLOCKS_PER_SM = 4
-#: eviction of long-running traversals from level-mapping batches (IC; ``FzEvict`` in im_fused.cu; batching.EVICTS):
-#: "auto" evicts in pieces expected below EVICT_BELOW x n elements per traversal, "always" in every level-mapping
-#: piece, "never" not at all
+# Eviction of long-running traversals from level-mapping batches to the team pass (IC; ``FzEvict`` and
+# ``fz_team_ic`` in im_fused.cu; the ``evict`` option, batching.EVICTS): "auto" evicts in pieces expected below
+# EVICT_BELOW x n elements per traversal, "always" in every level-mapping piece, "never" not at all.
 #: a running traversal is old (and evicted) once this many levels of its batch have passed since it was loaded
 #: (1, 2, 3 and 6 gave 3.8-4.0x, 3.6-3.8x, 3.6x and 2.9-3.1x gim at web-BerkStan size, p = 0.05, and 3.5-3.6x,
 #: 3.3-3.4x, 3.1-3.3x and 2.6-2.8x at web-Google size, p = 0.1, on one H200: study-giants-evict-h200.md)

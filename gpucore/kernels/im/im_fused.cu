@@ -34,6 +34,7 @@
 //               append the words still non-zero to a fresh part of the ring; the last block
 //               finishes the batch and loads the next traversals of the dispatch order into its
 //               free slots (root bits in vis and nxt, entries in the new list).
+// Evicted traversals (FzEvict) are run again by the team pass, fz_team_ic (a block per traversal; end of file).
 // Keys (docs/im.md): traversal i of a call is (set i / T, round i % T), s = j * T + t, root
 // index_below(mix(seed, ROOT, j, 0, 0), n) (an old id, mapped by new_of_old); LT r = mix(seed,
 // LT_CHOICE, s, old id, 0) >> 24.
@@ -549,7 +550,8 @@ __device__ void fz_evict(const FzEvict& E, const FzBatch& b, const unsigned* s_o
         gc_u64 at = 0;
         if (lane == 0 && ev) at = atomicAdd(&ctl[FZ_EVICTED], (gc_u64)__popc(ev));
         at = __shfl_sync(FZ_FULL, at, 0);
-        if ((ev >> lane) & 1u) E.list[at + __popc(ev & fz_lanemask_lt(lane))] = slot_tr[(gc_i64)b.g * b.B + q * 32 + lane];
+        if ((ev >> lane) & 1u)
+            E.list[at + __popc(ev & fz_lanemask_lt(lane))] = slot_tr[(gc_i64)b.g * b.B + q * 32 + lane];
         if (lane == q) E.eev[b.g * b.W + q] = ev;
     }
 }
@@ -830,8 +832,9 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
         if (tid < W) s_occ[tid] = occ[g * W + tid];
         if (tid == 0) s_tc = count;
         fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, start, tbase, tcount, occ,
-                slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr, E.after ? ((volatile int*)E.blev)[g] : 0, list, cap,
-                lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
+                slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr,
+                E.after ? ((volatile int*)E.blev)[g] : 0, list, cap, lcount, lflags, ctl, s_occ, &s_tc, s_warp,
+                &s_base);
     }
     if (mode != FZ_EXTRACT) return;
     // A batch of one block walks its words once: each ended slot's run is the whole of what decide reserved,
@@ -907,8 +910,8 @@ __device__ void fz_extract_batch(const FzBatch& b, int mode, const unsigned* s_f
     if (tid < W) s_occ[tid] = occ[g * W + tid] & ~(s_fin[tid] | s_ev[tid]);  // the ended and evicted slots are free
     if (!one && tid < b.B) gcnt[g * b.B + tid] = 0;            // the counts for next time
     fz_load(b, lt, seed, rounds, j_begin, total, use_order, order, new_of_old, nxt, fresh_start, tbase, tcount, occ,
-            slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr, E.after ? ((volatile int*)E.blev)[g] : 0, list, cap, lcount, lflags, ctl,
-            s_occ, &s_tc, s_warp, &s_base);
+            slot_tr, slot_key, slot_skey, slot_off, E.after ? E.born : nullptr,
+            E.after ? ((volatile int*)E.blev)[g] : 0, list, cap, lcount, lflags, ctl, s_occ, &s_tc, s_warp, &s_base);
 }
 
 extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i64 rounds, gc_i64 j_begin,
@@ -935,10 +938,10 @@ extern "C" __global__ void fz_extract(int lt, gc_i64 n, int W, gc_u64 seed, gc_i
         s_fin[threadIdx.x] = efin[g * W + threadIdx.x];
         s_ev[threadIdx.x] = evict_after && mode == FZ_EXTRACT ? eev[g * W + threadIdx.x] : 0u;
     }
-    fz_extract_batch(b, mode, s_fin, s_ev, E, edense[g], tbase[g], tcount[g], lt, seed, rounds, j_begin, total, use_order,
-                     order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act + g * W, gcnt, cursor, tnew, done,
-                     skip,
-                     slot_tr, slot_key, slot_skey, slot_off, list, cap, &ctl[idx], &ctl[FZ_FLAGS], ctl, pool, stats);
+    fz_extract_batch(b, mode, s_fin, s_ev, E, edense[g], tbase[g], tcount[g], lt, seed, rounds, j_begin, total,
+                     use_order, order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, act + g * W, gcnt, cursor,
+                     tnew, done, skip, slot_tr, slot_key, slot_skey, slot_off, list, cap, &ctl[idx], &ctl[FZ_FLAGS],
+                     ctl, pool, stats);
 }
 
 // ---- the resident mapping (fz_resident_ic / fz_resident_lt): grid (batches), FZ_THREADS threads ---------
@@ -1050,10 +1053,10 @@ __device__ void fz_resident(int first, gc_i64 n, int W, gc_u64 seed, gc_i64 roun
         const int mode = fz_decide_batch(b, total, threshold, ind, start, count, occ, s_act, emode, edense, efin, gcnt,
                                          cursor, tnew, done, slot_tr, trav_start, trav_size, ctl, pool_cap, E, s_fin,
                                          &s_dense, &s_nocc);
-        fz_extract_batch(b, mode, s_fin, s_ev, E, s_dense, start, count, LT ? 1 : 0, seed, rounds, j_begin, total, use_order,
-                         order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, s_act, gcnt, cursor, tnew, done,
-                         skip, slot_tr, slot_key, slot_skey, slot_off, nlist, FZ_RESIDENT_LIST, ncount, &s_lf[cur ^ 1],
-                         ctl, pool, stats);
+        fz_extract_batch(b, mode, s_fin, s_ev, E, s_dense, start, count, LT ? 1 : 0, seed, rounds, j_begin, total,
+                         use_order, order, ind, old_of_new, new_of_old, nxt, tbase, tcount, occ, s_act, gcnt, cursor,
+                         tnew, done, skip, slot_tr, slot_key, slot_skey, slot_off, nlist, FZ_RESIDENT_LIST, ncount,
+                         &s_lf[cur ^ 1], ctl, pool, stats);
         if (mode == FZ_ABORT || (mode == FZ_IDLE && s_nocc == 0)) break;  // uniform: shared or returned values
         cur ^= 1;  // list cur ^ 1 (the one just expanded) is refilled after the next __syncthreads
         if (tid == 0) {
@@ -1113,9 +1116,9 @@ extern "C" __global__ void fz_rescan(const unsigned int* __restrict__ nxt, gc_i6
 
 // ---- the team pass (fz_team_ic): one traversal at a time per block, for traversals evicted from batches ----
 //
-// A traversal that a batch evicted (fz_decide_batch: it kept running long after the batch's other slots
-// had turned over, so it would hold the batch's extractions to its own words) is run again from its root
-// by a whole block, with the keys it had in the batch, so its set is the same. Persistent blocks take list
+// A traversal that a batch evicted (FzEvict: it was still running `after` levels after its load, in a piece
+// whose traversals are expected to be a small share of the graph) is run again from its root by a whole block,
+// with the keys it had in the batch, so its set is the same. Persistent blocks take list
 // indices from ctl[FZ_TEAM_NEXT]. A block owns a bitmap of the traversal layout's vertices (`words` words,
 // all zero between traversals) and a stage of n entries that is both its frontier and its set: the
 // members in order of discovery, a level being the range [lo, hi) the previous level appended. Each
@@ -1126,7 +1129,7 @@ extern "C" __global__ void fz_rescan(const unsigned int* __restrict__ nxt, gc_i6
 // step. A discovery is the atomicOr that sets the vertex's bit, so no vertex is staged twice. A finished
 // traversal reserves its size in the pool with one atomicAdd on ctl[FZ_POOL] (past the pool: the flag
 // FZ_POOL_OVERFLOW, the traversal left unwritten, and every block stops taking traversals) and writes its
-// members (old id + t n), start and size; its bits are cleared from the stage.
+// members (old id + t n), start and size; its bits are cleared by a walk of the stage.
 #ifndef FZ_TEAM_THREADS
 #define FZ_TEAM_THREADS 256
 #endif
@@ -1134,7 +1137,7 @@ extern "C" __global__ void fz_rescan(const unsigned int* __restrict__ nxt, gc_i6
 #define FZ_TEAM_ROW 32
 #endif
 
-// Vertex y of the traversal: appended to the stage unless its bit was set already (one lane or thread).
+// Sets vertex y's bit in the block's bitmap; true when it was not set (y is new to the traversal).
 __device__ __forceinline__ bool fz_team_visit(int y, unsigned int* bm) {
     const unsigned bit = 1u << (y & 31);
     return !(atomicOr(&bm[y >> 5], bit) & bit);
@@ -1161,7 +1164,8 @@ __device__ __forceinline__ void fz_team_row(gc_i64 x, const gc_i64* __restrict__
         if (at < d) {
             const gc_i64 a = beg + at;
             y = src[a];
-            if (skipping || gc_bernoulli(gc_step(ckey, (gc_u64)(unsigned)eid[a]), warc[a])) fresh = fz_team_visit(y, bm);
+            if (skipping || gc_bernoulli(gc_step(ckey, (gc_u64)(unsigned)eid[a]), warc[a]))
+                fresh = fz_team_visit(y, bm);
         }
         const unsigned m = __ballot_sync(FZ_FULL, fresh);
         if (m) {
