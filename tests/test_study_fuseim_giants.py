@@ -1,12 +1,13 @@
-"""``benchmarks/study_fuseim_giants.py`` times the fused sampler's passes and gim's list mode over explicit lists of
-traversals; both must yield the unfused sets of exactly the traversals listed (the kernels in the CPU emulator)."""
+"""``benchmarks/study_fuseim_giants.py`` times the fused sampler's passes, its team pass and gim's list mode over
+explicit lists of traversals; each must yield the unfused sets of exactly the traversals listed (the kernels in the
+CPU emulator)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from benchmarks.study_fuseim_giants import fused_pass, gim_pass
+from benchmarks.study_fuseim_giants import fused_pass, gim_pass, team_pass
 from gpucore.backend import get_backend
 from gpucore.im.cpu import CPUSampler
 from gpucore.im.emulated import emulated_engine
@@ -29,6 +30,7 @@ def test_passes_over_a_list_give_the_unfused_sets_of_the_listed_traversals():
         ids = np.flatnonzero(sel).astype(np.int64)
         runs = [gim_pass(gim, 400, ids, int(sizes[sel].sum()))]
         runs += [fused_pass(eng, 400, ids, int(sizes[sel].sum()), resident) for resident in (False, True)]
+        runs.append(team_pass(eng, 400, eng.backend.asarray(ids), int(sizes[sel].sum())))
         for got in runs:
             np.testing.assert_array_equal(got[sel], sizes[sel])
             assert (got[~sel] == -1).all()  # nothing outside the list ran
